@@ -1,0 +1,1 @@
+"""Cython runtime of glrmask: the hot loops (bitsets, lexer scans, mask walks, Aho–Corasick)."""
