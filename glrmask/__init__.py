@@ -1,0 +1,36 @@
+"""glrmask: exact next-token masks for grammar-constrained decoding.
+
+    vocab = glrmask.Vocab.default()                 # or Vocab.from_tokenizer_json(path)
+    mask = glrmask.compile("grammars/json.lark", vocab)
+    state = mask.start()
+    bits = mask.get_mask(state)                     # packed int32, bit id%32 of word id//32
+    state.commit(token_id)
+"""
+from .api import Mask, State, compile, compile_grammar
+from .errors import (
+    ArtifactError,
+    GlrmaskError,
+    GrammarError,
+    GrammarTooComplex,
+    RegexError,
+    UnsupportedSchema,
+    VocabError,
+)
+from .vocab import Vocab
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArtifactError",
+    "GlrmaskError",
+    "GrammarError",
+    "GrammarTooComplex",
+    "Mask",
+    "RegexError",
+    "State",
+    "UnsupportedSchema",
+    "Vocab",
+    "__version__",
+    "compile",
+    "compile_grammar",
+]

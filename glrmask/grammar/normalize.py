@@ -1,0 +1,429 @@
+"""Language-preserving normalization of the grammar IR (DESIGN §4.2).
+
+Why: at runtime one terminal triggers a chain of reductions before it is shifted. Each reduction
+without an intervening shift follows an edge of the *right-end graph* (``X → Y`` iff some rule
+``Y -> γ X``), and an ε-rule can fire without consuming anything. With no ε-rules and an acyclic
+right-end graph the chain is bounded, so every terminal's stack effect is a finite language and the
+GLR reduce closure terminates without a depth guard.
+
+Steps, repeated until nothing changes (each under the ``max_rules`` budget):
+
+1. drop unproductive and unreachable symbols (an empty language is a :class:`GrammarError`);
+2. ε-elimination: every nonterminal ``A`` is redefined to derive ``L(A) \\ {ε}``; each right-hand
+   side is expanded into the alternatives that omit some of its nullable symbols. Rules with few
+   nullable symbols are expanded directly (≤ 2^3 variants); longer ones are split into a balanced
+   tree of fresh "non-empty span" nonterminals (3 rules per tree node), so the size stays linear;
+3. unit cycles (``A -> B``, ``B -> A`` …) are collapsed onto one representative; ``A -> A`` dropped;
+4. right recursion is broken, direct (``A -> α A | β`` ⇒ ``A -> N β | β``, ``N -> α | N α``) and
+   indirect (within each strongly connected component of the right-end graph, in a fixed order,
+   the right-end occurrence of an earlier member is inlined before the direct step);
+5. duplicate rules are removed.
+
+The empty string: if ``ε ∈ L(G)`` the result has a fresh start symbol ``S0`` with exactly the rules
+``S0 -> start`` and ``S0 -> ε`` (``S0`` occurs on no right-hand side). That ε-rule of the start symbol
+is the only one allowed by :func:`check_normalized`; an LR table reduces it only at the bottom of the
+stack with lookahead ``$END``.
+
+Terminal definitions, the ignore list, the source name and warnings pass through unchanged.
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from glrmask.errors import GlrmaskError, GrammarError, GrammarTooComplex
+from glrmask.grammar.ir import Grammar, Rule
+
+_DIRECT_EXPANSION_LIMIT = 3  # nullable symbols per rhs expanded as 2^k variants; longer → tree
+
+
+class NormalFormViolation(GlrmaskError):
+    """Internal error: a grammar handed to the LR builder is not in normal form (a bug upstream)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# post-condition
+# ---------------------------------------------------------------------------------------------
+def check_normalized(grammar: Grammar) -> None:
+    """Raise :class:`NormalFormViolation` unless ``grammar`` is in the normal form above: every
+    nonterminal on a right-hand side has rules, the only ε-rule is ``start -> ε`` with ``start`` on
+    no right-hand side, and the right-end graph is acyclic (no ``A -> A``, no unit cycles, no
+    direct or indirect right recursion)."""
+    lhs_set = {r.lhs for r in grammar.rules}
+    if grammar.start not in lhs_set:
+        raise NormalFormViolation(f"start symbol {grammar.start!r} has no rules")
+    on_rhs: set[str] = set()
+    for r in grammar.rules:
+        for s in r.rhs:
+            if s not in grammar.terminals and s not in lhs_set:
+                raise NormalFormViolation(f"{s!r} in rule {r} is neither a terminal nor defined")
+        on_rhs.update(r.rhs)
+    for r in grammar.rules:
+        if not r.rhs and (r.lhs != grammar.start or grammar.start in on_rhs):
+            raise NormalFormViolation(f"ε-rule {r} is not the start symbol's documented ε-rule")
+    cycle = _find_cycle(_right_end_graph(grammar.rules, grammar.terminals))
+    if cycle is not None:
+        raise NormalFormViolation("right-end graph has a cycle: " + " → ".join(cycle))
+
+
+def _right_end_graph(rules: list[Rule], terminals) -> dict[str, set[str]]:
+    """X → Y iff some rule ``Y -> γ X`` (nonterminal X only; terminals are sinks)."""
+    g: dict[str, set[str]] = defaultdict(set)
+    for r in rules:
+        if r.rhs and r.rhs[-1] not in terminals:
+            g[r.rhs[-1]].add(r.lhs)
+    return g
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    color: dict[str, int] = {}
+    for root in list(graph):
+        if color.get(root):
+            continue
+        stack = [(root, iter(sorted(graph.get(root, ()))))]
+        path = [root]
+        color[root] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                color[node] = 2
+                stack.pop()
+                path.pop()
+                continue
+            c = color.get(nxt, 0)
+            if c == 1:
+                return path[path.index(nxt):] + [nxt]
+            if c == 0:
+                color[nxt] = 1
+                path.append(nxt)
+                stack.append((nxt, iter(sorted(graph.get(nxt, ())))))
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# the transformation
+# ---------------------------------------------------------------------------------------------
+def normalize(grammar: Grammar, *, max_rules: int = 200_000) -> Grammar:
+    """Return an equivalent grammar satisfying :func:`check_normalized` (see the module docstring)."""
+    return _Normalizer(grammar, max_rules).run()
+
+
+class _Normalizer:
+    def __init__(self, grammar: Grammar, max_rules: int) -> None:
+        self.g = grammar
+        self.terms = grammar.terminals
+        self.max_rules = max_rules
+        self.used: set[str] = {r.lhs for r in grammar.rules}
+        self.used.update(s for r in grammar.rules for s in r.rhs)
+        self.used.update(grammar.terminals)
+        self.counter = 0
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def fresh(self, base: str, kind: str) -> str:
+        stem = re.sub(r"[^a-z0-9_]", "_", base.lower()).strip("_") or "n"
+        if not stem[0].isalpha():
+            stem = "n" + stem
+        while True:
+            self.counter += 1
+            name = f"{stem}__{kind}{self.counter}"
+            if name not in self.used:
+                self.used.add(name)
+                return name
+
+    def budget(self, n: int, step: str) -> None:
+        if n > self.max_rules:
+            raise GrammarTooComplex(
+                f"normalize: step '{step}' exceeded max_rules={self.max_rules} ({n} rules)"
+            )
+
+    # -- driver ----------------------------------------------------------------------------------
+    def run(self) -> Grammar:
+        start = self.g.start
+        rules = _dedupe(self.g.rules)
+        self.budget(len(rules), "input")
+        rules = self.clean(rules, start)
+        rules, start = self.eliminate_epsilon(rules, start)
+        rules = self.clean(rules, start)
+        for _ in range(100):
+            before = rules
+            rules = self.collapse_unit_cycles(rules, start)
+            rules = self.break_right_recursion(rules, start)
+            rules = self.clean(_dedupe(rules), start)
+            if rules == before:
+                break
+        else:  # pragma: no cover - the steps cannot undo each other
+            raise NormalFormViolation("normalize did not reach a fixed point")
+        out = Grammar(
+            rules=rules,
+            terminals=dict(self.g.terminals),
+            start=start,
+            ignore=self.g.ignore,
+            source_name=self.g.source_name,
+            warnings=list(self.g.warnings),
+        )
+        check_normalized(out)
+        return out
+
+    # -- 1. unproductive / unreachable -------------------------------------------------------------
+    def clean(self, rules: list[Rule], start: str) -> list[Rule]:
+        terms = self.terms
+        productive: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for r in rules:
+                if r.lhs not in productive and all(
+                    s in terms or s in productive for s in r.rhs
+                ):
+                    productive.add(r.lhs)
+                    changed = True
+        if start not in productive:
+            raise GrammarError(
+                f"{self.g.source_name}: the grammar's language is empty "
+                f"(start symbol {start!r} derives no terminal string)"
+            )
+        rules = [r for r in rules if r.lhs in productive and all(
+            s in terms or s in productive for s in r.rhs)]
+        by_lhs = _by_lhs(rules)
+        reach = {start}
+        work = [start]
+        while work:
+            a = work.pop()
+            for r in by_lhs.get(a, ()):
+                for s in r.rhs:
+                    if s not in terms and s not in reach:
+                        reach.add(s)
+                        work.append(s)
+        return [r for r in rules if r.lhs in reach]
+
+    # -- 2. ε-elimination --------------------------------------------------------------------------
+    def eliminate_epsilon(self, rules: list[Rule], start: str) -> tuple[list[Rule], str]:
+        terms = self.terms
+        nullable: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for r in rules:
+                if r.lhs not in nullable and all(s in nullable for s in r.rhs):
+                    nullable.add(r.lhs)
+                    changed = True
+        if not nullable:
+            return rules, start
+        out: list[Rule] = []
+        spans: dict[tuple[str, ...], str] = {}
+
+        def nonempty_alts(seq: tuple[str, ...]) -> list[tuple[str, ...]]:
+            """Alternatives (each non-empty) whose union is L(seq) minus ε, where every symbol
+            already stands for its ε-free language."""
+            k = sum(1 for s in seq if s in nullable)
+            if k == 0:
+                return [seq] if seq else []
+            if k <= _DIRECT_EXPANSION_LIMIT:
+                alts: list[tuple[str, ...]] = [()]
+                for s in seq:
+                    if s in nullable:
+                        alts = [a + (s,) for a in alts] + alts
+                    else:
+                        alts = [a + (s,) for a in alts]
+                return [a for a in alts if a]
+            mid = len(seq) // 2
+            left, right = seq[:mid], seq[mid:]
+            lp, rp = span_symbol(left), span_symbol(right)
+            alts = [lp + rp]
+            if all(s in nullable for s in right):
+                alts.append(lp)
+            if all(s in nullable for s in left):
+                alts.append(rp)
+            return alts
+
+        def span_symbol(seq: tuple[str, ...]) -> tuple[str, ...]:
+            """The symbols standing for L(seq) minus ε: the span itself when it has no nullable
+            symbol, else a fresh nonterminal (shared between equal spans)."""
+            if not any(s in nullable for s in seq):
+                return seq
+            if len(seq) == 1:
+                return seq
+            name = spans.get(seq)
+            if name is None:
+                name = self.fresh(next(s for s in seq if s not in terms), "span")
+                spans[seq] = name
+                for alt in nonempty_alts(seq):
+                    out.append(Rule(name, alt))
+                    self.budget(len(out), "ε-elimination")
+            return (name,)
+
+        for r in rules:
+            for alt in nonempty_alts(r.rhs):
+                out.append(Rule(r.lhs, alt))
+                self.budget(len(out), "ε-elimination")
+        if start in nullable:
+            s0 = self.fresh(start, "start")
+            out.append(Rule(s0, (start,)))
+            out.append(Rule(s0, ()))
+            start = s0
+        return _dedupe(out), start
+
+    # -- 3. unit cycles ----------------------------------------------------------------------------
+    def collapse_unit_cycles(self, rules: list[Rule], start: str) -> list[Rule]:
+        terms = self.terms
+        unit: dict[str, set[str]] = defaultdict(set)
+        for r in rules:
+            if len(r.rhs) == 1 and r.rhs[0] not in terms:
+                unit[r.lhs].add(r.rhs[0])
+        nodes = sorted({r.lhs for r in rules})
+        rep: dict[str, str] = {}
+        for comp in _sccs(nodes, unit):
+            if len(comp) > 1:
+                # equal languages within a unit cycle (no ε-rules): keep one name, the start if there
+                keep = start if start in comp else min(comp, key=nodes.index)
+                for a in comp:
+                    rep[a] = keep
+        if rep:
+            rules = [
+                Rule(rep.get(r.lhs, r.lhs), tuple(rep.get(s, s) for s in r.rhs)) for r in rules
+            ]
+        return [r for r in _dedupe(rules) if r.rhs != (r.lhs,)]
+
+    def _inline_right_end(self, by_lhs: dict[str, list[Rule]], y: str, x: str, total: int) -> int:
+        """Replace every rule ``y -> γ x`` by ``y -> γ δ`` for each rule ``x -> δ``."""
+        new: list[Rule] = []
+        for r in by_lhs[y]:
+            if r.rhs[-1] == x:
+                new.extend(Rule(y, r.rhs[:-1] + d.rhs) for d in by_lhs[x])
+            else:
+                new.append(r)
+        new = _dedupe([r for r in new if r.rhs != (y,)])
+        total += len(new) - len(by_lhs[y])
+        self.budget(total, "right-recursion elimination")
+        by_lhs[y] = new
+        return total
+
+    # -- 4. right recursion ------------------------------------------------------------------------
+    def break_right_recursion(self, rules: list[Rule], start: str) -> list[Rule]:
+        terms = self.terms
+        graph = _right_end_graph(rules, terms)
+        nodes = list(dict.fromkeys(r.lhs for r in rules))
+        comps = [c for c in _sccs(nodes, graph) if len(c) > 1 or c[0] in graph.get(c[0], ())]
+        if not comps:
+            return rules
+        by_lhs = _by_lhs(rules)
+        order = {a: i for i, a in enumerate(nodes)}
+        total = len(rules)
+        for comp in comps:
+            members = sorted(comp, key=order.__getitem__)
+            hubs = _feedback_vertices(members, graph)
+            # (a) inline every non-hub member at the right ends of the component's rules; a
+            #     non-hub lies on no cycle avoiding the hubs, so afterwards it is a sink
+            #     (members eliminated earlier are sinks already and are left alone)
+            eliminated: set[str] = set()
+            for x in members:
+                if x in hubs:
+                    continue
+                for y in members:
+                    if y == x or y in eliminated or not any(r.rhs[-1] == x for r in by_lhs[y]):
+                        continue
+                    total = self._inline_right_end(by_lhs, y, x, total)
+                eliminated.add(x)
+            # (b) among the hubs, inline earlier hubs into later ones (Paull, mirrored), then
+            #     turn each hub's direct right recursion into left recursion
+            ordered = [a for a in members if a in hubs]
+            for i, a in enumerate(ordered):
+                for b in ordered[:i]:
+                    if any(r.rhs[-1] == b for r in by_lhs[a]):
+                        total = self._inline_right_end(by_lhs, a, b, total)
+                rec = [r for r in by_lhs[a] if r.rhs[-1] == a]
+                if not rec:
+                    continue
+                base = [r for r in by_lhs[a] if r.rhs[-1] != a]
+                n = self.fresh(a, "rr")
+                alphas = [r.rhs[:-1] for r in rec]  # non-empty: A -> A was removed
+                new = list(base) + [Rule(a, (n,) + r.rhs) for r in base]
+                nrules = [Rule(n, al) for al in alphas] + [Rule(n, (n,) + al) for al in alphas]
+                total += len(new) + len(nrules) - len(by_lhs[a])
+                self.budget(total, "right-recursion elimination")
+                by_lhs[a] = new
+                by_lhs[n] = nrules
+        out: list[Rule] = []
+        for rs in by_lhs.values():
+            out.extend(rs)
+        return out
+
+
+def _feedback_vertices(members: list[str], graph: dict[str, set[str]]) -> set[str]:
+    """A small set of vertices meeting every cycle of the component (greedy: self-loops first,
+    then the vertex with the most in×out edges in each remaining cyclic component)."""
+    hubs = {v for v in members if v in graph.get(v, ())}
+    while True:
+        rest = [v for v in members if v not in hubs]
+        sub = {v: {w for w in graph.get(v, ()) if w in rest} for v in rest}
+        cyclic = [c for c in _sccs(rest, sub) if len(c) > 1]
+        if not cyclic:
+            return hubs
+        for comp in cyclic:
+            cs = set(comp)
+
+            def score(v: str) -> tuple[int, int]:
+                outd = len(sub[v] & cs)
+                ind = sum(1 for u in comp if v in sub[u])
+                return (ind * outd, -members.index(v))
+
+            hubs.add(max(comp, key=score))
+
+
+def _by_lhs(rules: list[Rule]) -> dict[str, list[Rule]]:
+    d: dict[str, list[Rule]] = {}
+    for r in rules:
+        d.setdefault(r.lhs, []).append(r)
+    return d
+
+
+def _dedupe(rules: list[Rule]) -> list[Rule]:
+    return list(dict.fromkeys(rules))
+
+
+def _sccs(nodes: list[str], graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components (iterative), over ``nodes`` and edges ``graph``."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    x = stack.pop()
+                    on.discard(x)
+                    comp.append(x)
+                    if x == v:
+                        break
+                out.append(comp)
+    return out
+
+
+__all__ = ["NormalFormViolation", "check_normalized", "normalize"]

@@ -1,0 +1,120 @@
+"""A tiny BNF builder that emits Lark grammar text.
+
+Lowering creates rules (lists of alternatives, each a list of symbol names) and regex terminals
+(deduplicated by pattern). Before emission, unproductive symbols (e.g. from `false` schemas or
+unsatisfiable keyword combinations) and unreachable rules are pruned, so the emitted grammar never
+contains a rule without alternatives.
+"""
+from __future__ import annotations
+
+from ..errors import GrammarTooComplex, UnsupportedSchema
+
+
+def lark_regex_literal(regex: str) -> str:
+    """Wrap a regex (restricted escape vocabulary, see :mod:`.charset`) as a Lark ``/.../`` literal.
+
+    Lark unescapes ``\\x``/``\\u``/``\\U``/``\\n``... into literal characters and leaves other
+    escapes alone; our regexes only use those for characters that are not regex-special, and never
+    contain a raw quote, slash or newline, so the meaning is unchanged.
+    """
+    assert '\n' not in regex and '"' not in regex
+    out = []
+    i = 0
+    while i < len(regex):
+        c = regex[i]
+        if c == '\\' and i + 1 < len(regex):
+            out.append(regex[i:i + 2])
+            i += 2
+            continue
+        if c == '/':
+            out.append('\\/')
+        else:
+            out.append(c)
+        i += 1
+    return '/' + ''.join(out) + '/'
+
+
+class GrammarBuilder:
+    def __init__(self, max_rules: int, max_chars: int) -> None:
+        self.rules: dict[str, list[list[str]]] = {}
+        self.terminals: dict[str, str] = {}
+        self._by_regex: dict[str, str] = {}
+        self._counts: dict[str, int] = {}
+        self.max_rules = max_rules
+        self.max_chars = max_chars
+        self._chars = 0
+        self._used: set[str] = {'start', '_w'}
+
+    def _fresh(self, hint: str) -> str:
+        n = self._counts.get(hint, 0)
+        name = hint if n == 0 and hint not in ('start', 'START') else f"{hint}_{n}"
+        while name in self._used:
+            n += 1
+            name = f"{hint}_{n}"
+        self._counts[hint] = n + 1
+        self._used.add(name)
+        return name
+
+    def terminal(self, regex: str, hint: str = 'T') -> str:
+        name = self._by_regex.get(regex)
+        if name is None:
+            name = self._fresh(hint.upper())
+            self._by_regex[regex] = name
+            self.terminals[name] = regex
+            self._chars += len(regex)
+            self._check()
+        return name
+
+    def new_rule(self, hint: str) -> str:
+        name = self._fresh(hint.lower())
+        self.rules[name] = []
+        if len(self.rules) > self.max_rules:
+            raise GrammarTooComplex(f"JSON Schema lowering: more than {self.max_rules} grammar rules")
+        return name
+
+    def set_alts(self, name: str, alts: list[list[str]]) -> None:
+        self.rules[name] = alts
+        self._chars += sum(len(a) for a in alts) * 8
+        self._check()
+
+    def _check(self) -> None:
+        if self._chars > self.max_chars:
+            raise GrammarTooComplex(f"JSON Schema lowering: grammar larger than {self.max_chars} characters")
+
+    def prune(self, start: str) -> None:
+        productive = set(self.terminals)
+        changed = True
+        while changed:
+            changed = False
+            for name, alts in self.rules.items():
+                if name not in productive and any(all(s in productive for s in a) for a in alts):
+                    productive.add(name)
+                    changed = True
+        if start not in productive:
+            raise UnsupportedSchema("the schema admits no JSON value (it is unsatisfiable)")
+        for name in list(self.rules):
+            if name in productive:
+                self.rules[name] = [a for a in self.rules[name] if all(s in productive for s in a)]
+        reach, todo = {start}, [start]
+        while todo:
+            for a in self.rules.get(todo.pop(), ()):
+                for s in a:
+                    if s not in reach:
+                        reach.add(s)
+                        if s in self.rules:
+                            todo.append(s)
+        self.rules = {k: v for k, v in self.rules.items() if k in reach}
+        self.terminals = {k: v for k, v in self.terminals.items() if k in reach}
+
+    def to_lark(self, start: str) -> str:
+        self.prune(start)
+        lines = []
+        order = [start] + [r for r in self.rules if r != start]
+        for name in order:
+            alts = self.rules[name]
+            body = '\n    | '.join(' '.join(a) for a in alts)
+            lines.append(f"{name}: {body}")
+        lines.append('')
+        for name, regex in self.terminals.items():
+            lines.append(f"{name}: {lark_regex_literal(regex)}")
+        return '\n'.join(lines) + '\n'

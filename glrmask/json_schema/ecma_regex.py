@@ -1,0 +1,382 @@
+"""ECMA-262 `pattern` → Python regex over the JSON-encoded string content.
+
+JSON Schema's `pattern` is an ECMA-262 regex that *searches* the decoded string. We parse it into a
+small AST of character sets, sequences, alternations, repetitions, lookaheads and anchors, then emit a
+Python regex in which every character set is replaced by all of its JSON encodings
+(:func:`.charset.encode_class`). Because only the *language* matters (does some match exist?), lazy
+vs greedy and capture groups are irrelevant; anything whose language we cannot reproduce exactly
+(backreferences, lookbehinds, word boundaries, anchors in the middle of a branch) raises
+:class:`PatternUnsupported`.
+
+Positions in the emitted regex always fall on encoded-character boundaries and no encoding contains
+a raw ``"``, so ``$`` becomes ``(?=\\x22)`` (the closing quote follows) exactly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from . import charset as cs
+
+
+class PatternUnsupported(ValueError):
+    """The ECMA pattern uses a construct that cannot be translated exactly."""
+
+
+@dataclass(frozen=True)
+class CSet:
+    ivs: cs.Intervals
+
+
+@dataclass(frozen=True)
+class Seq:
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Alt:
+    branches: tuple
+
+
+@dataclass(frozen=True)
+class Rep:
+    node: object
+    lo: int
+    hi: int | None
+
+
+@dataclass(frozen=True)
+class Look:
+    node: object
+    positive: bool
+
+
+@dataclass(frozen=True)
+class Anchor:
+    kind: str  # "^" or "$"
+
+
+Node = Union[CSet, Seq, Alt, Rep, Look, Anchor]
+
+_CLASS_ESCAPES = {'d': cs.DIGIT, 'w': cs.WORD, 's': cs.SPACE}
+_CONTROL_ESCAPES = {'t': 9, 'n': 10, 'v': 11, 'f': 12, 'r': 13}
+
+
+class _Parser:
+    def __init__(self, src: str) -> None:
+        self.s = src
+        self.i = 0
+
+    def error(self, msg: str) -> PatternUnsupported:
+        return PatternUnsupported(f"{msg} at offset {self.i} in pattern {self.s!r}")
+
+    def peek(self) -> str | None:
+        return self.s[self.i] if self.i < len(self.s) else None
+
+    def parse(self) -> Node:
+        node = self.alternation()
+        if self.i != len(self.s):
+            raise self.error("unbalanced ')'")
+        return node
+
+    def alternation(self) -> Node:
+        branches = [self.sequence()]
+        while self.peek() == '|':
+            self.i += 1
+            branches.append(self.sequence())
+        return branches[0] if len(branches) == 1 else Alt(tuple(branches))
+
+    def sequence(self) -> Node:
+        items: list = []
+        while self.peek() is not None and self.peek() not in '|)':
+            atom = self.atom()
+            atom = self.quantifiers(atom)
+            items.append(atom)
+        return items[0] if len(items) == 1 else Seq(tuple(items))
+
+    def quantifiers(self, atom: Node) -> Node:
+        while True:
+            c = self.peek()
+            if c in ('*', '+', '?'):
+                self.i += 1
+                lo, hi = {'*': (0, None), '+': (1, None), '?': (0, 1)}[c]
+            elif c == '{':
+                q = self._brace_quantifier()
+                if q is None:
+                    return atom
+                lo, hi = q
+            else:
+                return atom
+            if isinstance(atom, (Anchor, Look)):
+                raise self.error("quantified assertion")
+            if self.peek() == '?':  # lazy: same language
+                self.i += 1
+            if hi is not None and hi < lo:
+                raise self.error("quantifier range out of order")
+            atom = Rep(atom, lo, hi)
+
+    def _brace_quantifier(self) -> tuple[int, int | None] | None:
+        j = self.i + 1
+        k = j
+        while k < len(self.s) and self.s[k].isdigit():
+            k += 1
+        if k == j:
+            return None  # Annex B: a literal '{'
+        lo = int(self.s[j:k])
+        hi: int | None = lo
+        if k < len(self.s) and self.s[k] == ',':
+            m = k + 1
+            while m < len(self.s) and self.s[m].isdigit():
+                m += 1
+            hi = int(self.s[k + 1:m]) if m > k + 1 else None
+            k = m
+        if k < len(self.s) and self.s[k] == '}':
+            self.i = k + 1
+            return lo, hi
+        return None
+
+    def atom(self) -> Node:
+        c = self.s[self.i]
+        if c == '(':
+            return self.group()
+        if c == '[':
+            return CSet(self.char_class())
+        if c == '.':
+            self.i += 1
+            return CSet(cs.DOT)
+        if c == '^':
+            self.i += 1
+            return Anchor('^')
+        if c == '$':
+            self.i += 1
+            return Anchor('$')
+        if c == '\\':
+            return self.escape()
+        if c in '*+?':
+            raise self.error("nothing to repeat")
+        if c == '{' and self._brace_quantifier() is not None:
+            raise self.error("nothing to repeat")
+        self.i += 1
+        return CSet(((ord(c), ord(c)),))
+
+    def group(self) -> Node:
+        self.i += 1
+        look = None
+        if self.s.startswith('?:', self.i):
+            self.i += 2
+        elif self.s.startswith('?=', self.i):
+            self.i += 2
+            look = True
+        elif self.s.startswith('?!', self.i):
+            self.i += 2
+            look = False
+        elif self.s.startswith('?<=', self.i) or self.s.startswith('?<!', self.i):
+            raise self.error("lookbehind")
+        elif self.s.startswith('?<', self.i):
+            end = self.s.find('>', self.i)
+            if end < 0:
+                raise self.error("bad group name")
+            self.i = end + 1
+        elif self.peek() == '?':
+            raise self.error("unknown group syntax")
+        node = self.alternation()
+        if self.peek() != ')':
+            raise self.error("missing ')'")
+        self.i += 1
+        if look is not None:
+            return Look(node, look)
+        return node
+
+    def escape(self) -> Node:
+        self.i += 1
+        if self.i >= len(self.s):
+            raise self.error("trailing backslash")
+        c = self.s[self.i]
+        self.i += 1
+        if c in _CLASS_ESCAPES:
+            return CSet(_CLASS_ESCAPES[c])
+        if c.lower() in _CLASS_ESCAPES:
+            return CSet(cs.complement(_CLASS_ESCAPES[c.lower()]))
+        if c in 'bB':
+            raise self.error("word boundary")
+        if c.isdigit() and c != '0':
+            raise self.error("backreference")
+        if c == 'k' and self.peek() == '<':
+            raise self.error("named backreference")
+        self.i -= 1
+        cp = self.char_escape()
+        return CSet(((cp, cp),))
+
+    def char_escape(self) -> int:
+        """An escape that denotes one character (self.i just after the backslash)."""
+        c = self.s[self.i]
+        self.i += 1
+        if c in _CONTROL_ESCAPES:
+            return _CONTROL_ESCAPES[c]
+        if c == '0' and not (self.peek() or '').isdigit():
+            return 0
+        if c == 'c' and self.peek() is not None and self.peek().isascii() and self.peek().isalpha():
+            v = ord(self.s[self.i]) % 32
+            self.i += 1
+            return v
+        if c == 'x':
+            h = self.s[self.i:self.i + 2]
+            if len(h) == 2 and all(ch in '0123456789abcdefABCDEF' for ch in h):
+                self.i += 2
+                return int(h, 16)
+            return ord('x')
+        if c == 'u':
+            if self.peek() == '{':
+                end = self.s.find('}', self.i)
+                if end > 0:
+                    v = int(self.s[self.i + 1:end], 16)
+                    self.i = end + 1
+                    return v
+            h = self.s[self.i:self.i + 4]
+            if len(h) == 4 and all(ch in '0123456789abcdefABCDEF' for ch in h):
+                self.i += 4
+                v = int(h, 16)
+                if 0xD800 <= v <= 0xDBFF and self.s.startswith('\\u', self.i):
+                    h2 = self.s[self.i + 2:self.i + 6]
+                    if len(h2) == 4 and all(ch in '0123456789abcdefABCDEF' for ch in h2) \
+                            and 0xDC00 <= int(h2, 16) <= 0xDFFF:
+                        self.i += 6
+                        return 0x10000 + ((v - 0xD800) << 10) + (int(h2, 16) - 0xDC00)
+                if 0xD800 <= v <= 0xDFFF:
+                    raise self.error("lone surrogate")
+                return v
+            return ord('u')
+        if c.isdigit():
+            raise self.error("octal escape")
+        return ord(c)  # identity escape
+
+    def char_class(self) -> cs.Intervals:
+        self.i += 1
+        negate = False
+        if self.peek() == '^':
+            negate = True
+            self.i += 1
+        ivs: list[tuple[int, int]] = []
+        while True:
+            c = self.peek()
+            if c is None:
+                raise self.error("unterminated character class")
+            if c == ']':
+                self.i += 1
+                break
+            lo_set = self.class_atom()
+            if self.peek() == '-' and self.i + 1 < len(self.s) and self.s[self.i + 1] != ']':
+                save = self.i
+                self.i += 1
+                hi_set = self.class_atom()
+                if isinstance(lo_set, int) and isinstance(hi_set, int):
+                    if hi_set < lo_set:
+                        raise self.error("class range out of order")
+                    ivs.append((lo_set, hi_set))
+                    continue
+                # Annex B: a class escape next to '-' makes '-' literal
+                self.i = save
+            if isinstance(lo_set, int):
+                ivs.append((lo_set, lo_set))
+            else:
+                ivs.extend(lo_set)
+        result = cs.normalize(ivs)
+        return cs.complement(result) if negate else result
+
+    def class_atom(self) -> int | cs.Intervals:
+        c = self.s[self.i]
+        if c != '\\':
+            self.i += 1
+            return ord(c)
+        self.i += 1
+        if self.i >= len(self.s):
+            raise self.error("trailing backslash")
+        e = self.s[self.i]
+        if e in _CLASS_ESCAPES:
+            self.i += 1
+            return _CLASS_ESCAPES[e]
+        if e.lower() in _CLASS_ESCAPES:
+            self.i += 1
+            return cs.complement(_CLASS_ESCAPES[e.lower()])
+        if e == 'b':
+            self.i += 1
+            return 8
+        if e == '-':
+            self.i += 1
+            return ord('-')
+        return self.char_escape()
+
+
+def parse(pattern: str) -> Node:
+    """Parse an ECMA-262 pattern (no flags) into the AST."""
+    return _Parser(pattern).parse()
+
+
+# ---------------------------------------------------------------------------------------------
+# Emission
+
+
+def _strip_start(node: Node) -> tuple[Node | None, bool]:
+    """Remove a leading ``^`` from every branch; (node, anchored). Mixed anchoring → unsupported."""
+    if isinstance(node, Anchor) and node.kind == '^':
+        return None, True
+    if isinstance(node, Seq):
+        head, anchored = _strip_start(node.items[0])
+        if not anchored:
+            return node, False
+        rest = tuple(x for x in (head,) + node.items[1:] if x is not None)
+        if not rest:
+            return None, True
+        return (rest[0] if len(rest) == 1 else Seq(rest)), True
+    if isinstance(node, Alt):
+        stripped = [_strip_start(b) for b in node.branches]
+        flags = {a for _, a in stripped}
+        if flags == {True}:
+            branches = tuple(b if b is not None else Seq(()) for b, _ in stripped)
+            return Alt(branches), True
+        return node, False
+    return node, False
+
+
+def _emit(node: Node | None) -> str:
+    if node is None:
+        return ''
+    if isinstance(node, CSet):
+        r = cs.encode_class(node.ivs)
+        return r if r is not None else '(?!)'
+    if isinstance(node, Seq):
+        return ''.join(_emit(x) for x in node.items)
+    if isinstance(node, Alt):
+        return '(?:' + '|'.join(_emit(b) for b in node.branches) + ')'
+    if isinstance(node, Rep):
+        inner = _emit(node.node)
+        if inner == '':
+            return ''
+        q = {(0, None): '*', (1, None): '+', (0, 1): '?'}.get((node.lo, node.hi))
+        if q is None:
+            q = '{%d}' % node.lo if node.lo == node.hi else '{%d,%s}' % (node.lo, '' if node.hi is None else node.hi)
+        return '(?:' + inner + ')' + q
+    if isinstance(node, Look):
+        return ('(?=' if node.positive else '(?!') + _emit(node.node) + ')'
+    if isinstance(node, Anchor):
+        if node.kind == '$':
+            return '(?=\\x22)'
+        raise PatternUnsupported("'^' that is not at the start of a branch")
+    raise TypeError(node)
+
+
+def content_regex(pattern: str) -> str:
+    """Regex for the encoded content (between the quotes) of strings the pattern *searches* into.
+
+    The result must be followed by the closing quote; it includes the implicit ``.*`` on either
+    side unless the pattern is anchored.
+    """
+    node = parse(pattern)
+    branches = node.branches if isinstance(node, Alt) else (node,)
+    any_units = '(?:' + cs.ANY_CHAR + ')*'
+    alts = []
+    for b in branches:
+        body, anchored = _strip_start(b)
+        prefix = '' if anchored else '(?:' + cs.ANY_CHAR + ')*?'
+        alts.append(prefix + _emit(body) + any_units)
+    return alts[0] if len(alts) == 1 else '(?:' + '|'.join(alts) + ')'

@@ -1,0 +1,628 @@
+"""The byte-level lexer: ``re.match`` semantics per terminal, with delayed decisions.
+
+Model (DESIGN §2 "Delayed decisions", §4.3): every terminal runs a priority-ordered Pike VM over
+the bytes read since the lexeme start. Its lane is an ordered list of entries (highest priority
+first), all started at the lexeme start:
+
+* THREAD ``(pc, conds)``: an NFA position plus the lookahead conditions its path passed through
+  (``conds`` is an interned set of *atoms*; an atom is a lookahead body's state set, stepped in
+  lockstep with the input, with its polarity);
+* BLOCKER ``(-1, conds)``: a candidate match end already reported whose lookaheads are pending;
+  lower-priority entries survive it because ``re`` falls back to them if a lookahead fails.
+
+When a thread's closure reaches ACCEPT after byte *i*, the terminal reports an *event*
+``(terminal, cond)``: the match ``re.match`` returns ends after byte *i* iff ``cond`` holds on the
+bytes after *i*. ``cond`` = "every entry ahead of the candidate fails, and the candidate's own
+lookaheads pass" — an interned finite-state object stepped with :meth:`Lexer.cond_step`. An
+unconditional candidate cuts every entry behind it; a conditional one stays as a BLOCKER.
+
+Everything is interned lazily (structural key -> int id) and transitions are memoized, so scanning
+familiar bytes is a chain of dict lookups; the sizes are bounded by ``max_states``.
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import Iterable, Sequence
+
+from glrmask.errors import GrammarTooComplex, RegexError
+
+from .program import (
+    ACCEPT,
+    BOUND,
+    CHAR,
+    LB,
+    LOOK,
+    MID,
+    REP_CHECK,
+    REP_ENTER,
+    SPLIT,
+    Program,
+    TerminalProgram,
+)
+
+_ATOM_TRUE = -1
+_ATOM_FALSE = -2
+_CS_FAIL = -1
+_EMPTY_CS = 0
+_NO_FLAGS: frozenset[int] = frozenset()
+
+Event = tuple[int, int]
+
+
+class Lexer:
+    """Joint lexer over a list of terminals ``(name, Python re pattern)``.
+
+    A state is an int (``DEAD`` = -1 when no terminal is alive); see the module docstring for
+    what it stands for. Conditions are ints too: ``TRUE`` (0), ``FALSE`` (1) or a pending one.
+    """
+
+    DEAD: int = -1
+    TRUE: int = 0
+    FALSE: int = 1
+
+    def __init__(
+        self,
+        terminals: Sequence[tuple[str, str]],
+        *,
+        max_states: int = 200_000,
+        max_nfa_nodes: int = 200_000,
+    ):
+        self.max_states = max_states
+        self.terminal_names: list[str] = [name for name, _ in terminals]
+        if len(set(self.terminal_names)) != len(self.terminal_names):
+            raise RegexError("lexer: duplicate terminal names")
+        self.prog = Program(max_nodes=max_nfa_nodes)
+        self.terms: list[TerminalProgram] = [
+            self.prog.add_terminal(name, pattern) for name, pattern in terminals
+        ]
+        # atoms: (positive, body state set) ; condsets: frozensets of atom ids
+        self._atoms: list[tuple[bool, frozenset[int]]] = []
+        self._atom_ids: dict[tuple[bool, frozenset[int]], int] = {}
+        self._atom_step: dict[tuple[int, int], int] = {}
+        self._look_init: dict[tuple[int, bool], int] = {}
+        self._cs: list[frozenset[int]] = [frozenset()]
+        self._cs_ids: dict[frozenset[int], int] = {frozenset(): 0}
+        self._cs_step: dict[tuple[int, int], int] = {}
+        self._cs_add: dict[tuple[int, int], int] = {}
+        # lookbehind trackers: (start pc, waiting set, accepts-here)
+        self._trk: list[tuple[int, frozenset[int], bool]] = []
+        self._trk_ids: dict[tuple[int, frozenset[int], bool], int] = {}
+        self._trk_step: dict[tuple[int, int], int] = {}
+        self._closures: dict[tuple[int, int, tuple | None], tuple[tuple[int, int], ...]] = {}
+        # per-terminal lanes
+        n = len(terminals)
+        self._ts: list[list[tuple]] = [[] for _ in range(n)]
+        self._ts_ids: list[dict[tuple, int]] = [{} for _ in range(n)]
+        self._ts_step: list[dict[tuple[int, int], tuple[int, tuple[Event, ...]]]] = [
+            {} for _ in range(n)
+        ]
+        self._ts_total = 0
+        self._ts_future: list[dict[int, bool]] = [{} for _ in range(n)]
+        # conditions
+        self._conds: list[tuple | None] = [None, None]
+        self._cond_ids: dict[tuple, int] = {}
+        self._cond_step: dict[tuple[int, int], int] = {}
+        self._cond_sat: dict[int, bool] = {}
+        # joint states
+        self._js: list[tuple[int, ...]] = []
+        self._js_ids: dict[tuple[int, ...], int] = {}
+        self._js_step: dict[tuple[int, int], tuple[int, tuple[Event, ...]]] = {}
+        init = tuple(self._initial_lane(t) for t in range(n))
+        self.initial: int = self._intern_joint(init)
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def n_states(self) -> int:
+        """Joint states interned so far."""
+        return len(self._js)
+
+    @property
+    def n_lane_states(self) -> int:
+        """Per-terminal lane states interned so far (all terminals)."""
+        return self._ts_total
+
+    @property
+    def n_conds(self) -> int:
+        """Pending conditions interned so far (TRUE/FALSE excluded)."""
+        return len(self._conds) - 2
+
+    def step(self, state: int, byte: int) -> tuple[int, tuple[Event, ...]]:
+        """Feed one byte. Returns ``(next_state or DEAD, events)``; each event
+        ``(terminal_id, cond_id)`` says a candidate match of that terminal ends right after this
+        byte, and it is ``re.match``'s answer iff ``cond_id`` holds on the bytes that follow
+        (``TRUE`` = unconditionally)."""
+        if state < 0:
+            return -1, ()
+        key = (state, byte)
+        hit = self._js_step.get(key)
+        if hit is not None:
+            return hit
+        lanes = self._js[state]
+        nxt = []
+        events: list[Event] = []
+        for t, ts in enumerate(lanes):
+            if ts < 0:
+                nxt.append(-1)
+                continue
+            ts2, ev = self._lane_step(t, ts, byte)
+            nxt.append(ts2)
+            events.extend(ev)
+        res = (self._intern_joint(tuple(nxt)), tuple(events))
+        self._js_step[key] = res
+        return res
+
+    def scan(self, state: int, data: bytes) -> tuple[int, list[tuple[int, int, int]]]:
+        """Feed ``data``; returns ``(state, [(end_offset, terminal_id, cond_id), ...])`` where
+        ``end_offset`` counts bytes of ``data`` (the candidate ends after ``data[end_offset-1]``).
+        Stops early once the state is DEAD."""
+        out: list[tuple[int, int, int]] = []
+        for i, b in enumerate(data):
+            if state < 0:
+                break
+            state, ev = self.step(state, b)
+            for t, c in ev:
+                out.append((i + 1, t, c))
+        return state, out
+
+    def alive_terminals(self, state: int) -> frozenset[int]:
+        """Terminals whose lane is not empty (they may still report events)."""
+        if state < 0:
+            return frozenset()
+        return frozenset(t for t, ts in enumerate(self._js[state]) if ts >= 0)
+
+    def restrict(self, state: int, terminals: Iterable[int]) -> int:
+        """The same state with every terminal not in ``terminals`` dropped (DEAD if none left)."""
+        if state < 0:
+            return -1
+        keep = frozenset(terminals)
+        lanes = tuple(ts if t in keep else -1 for t, ts in enumerate(self._js[state]))
+        return self._intern_joint(lanes)
+
+    def futures(self, state: int) -> frozenset[int]:
+        """Terminals that, for some continuation of the bytes, still report an event whose
+        condition is satisfiable (exact: a search over the finite lane state space)."""
+        if state < 0:
+            return frozenset()
+        return frozenset(
+            t for t, ts in enumerate(self._js[state]) if ts >= 0 and self._lane_future(t, ts)
+        )
+
+    def cond_step(self, cond: int, byte: int) -> int:
+        """Advance a condition over one more byte: TRUE, FALSE or a pending condition."""
+        if cond < 2:
+            return cond
+        key = (cond, byte)
+        hit = self._cond_step.get(key)
+        if hit is None:
+            hit = self._compute_cond_step(cond, byte)
+            self._cond_step[key] = hit
+        return hit
+
+    def cond_at_end(self, cond: int) -> bool:
+        """Resolve a condition at the end of the document: pending positive lookaheads fail,
+        negative ones pass, pending higher-priority threads die, blockers pass iff their own
+        lookaheads pass."""
+        if cond < 2:
+            return cond == self.TRUE
+        _t, _tr, ahead, own = self._conds[cond]
+        if not self._cs_passes_at_end(own):
+            return False
+        return not any(pc == -1 and self._cs_passes_at_end(cs) for pc, cs in ahead)
+
+    def cond_satisfiable(self, cond: int) -> bool:
+        """Whether some byte suffix (possibly empty, then end of document) makes ``cond`` TRUE."""
+        if cond < 2:
+            return cond == self.TRUE
+        hit = self._cond_sat.get(cond)
+        if hit is not None:
+            return hit
+        seen = {cond}
+        queue = deque([cond])
+        found = False
+        while queue:
+            c = queue.popleft()
+            if c == self.TRUE or (c >= 2 and self._cond_sat.get(c) is True):
+                found = True
+                break
+            if c == self.FALSE or self._cond_sat.get(c) is False:
+                continue
+            if self.cond_at_end(c):
+                found = True
+                break
+            for b in range(256):
+                d = self.cond_step(c, b)
+                if d not in seen:
+                    seen.add(d)
+                    queue.append(d)
+        if found:
+            self._cond_sat[cond] = True
+        else:
+            for c in seen:
+                if c >= 2:
+                    self._cond_sat[c] = False
+        return found
+
+    def lane_entries(self, state: int, terminal: int) -> tuple[tuple[int, int], ...]:
+        """Debug view: the ordered ``(pc, condset)`` entries of a terminal (pc -1 = blocker)."""
+        if state < 0:
+            return ()
+        ts = self._js[state][terminal]
+        return () if ts < 0 else self._ts[terminal][ts][0]
+
+    # ------------------------------------------------------------------ interning
+    def _budget(self, what: int, label: str) -> None:
+        if what >= self.max_states:
+            raise GrammarTooComplex(
+                f"lexer: more than {self.max_states} interned {label} (limit max_states); "
+                "the terminals' regexes create too many distinct scanning states"
+            )
+
+    def _intern_joint(self, lanes: tuple[int, ...]) -> int:
+        if all(ts < 0 for ts in lanes):
+            return -1
+        sid = self._js_ids.get(lanes)
+        if sid is None:
+            self._budget(len(self._js), "joint lexer states")
+            sid = len(self._js)
+            self._js.append(lanes)
+            self._js_ids[lanes] = sid
+        return sid
+
+    def _intern_lane(self, t: int, entries: tuple, trackers: tuple | None) -> int:
+        if not entries:
+            return -1
+        key = (entries, trackers)
+        ids = self._ts_ids[t]
+        sid = ids.get(key)
+        if sid is None:
+            self._budget(self._ts_total, f"lane states (terminal {self.terminal_names[t]!r})")
+            self._ts_total += 1
+            sid = len(self._ts[t])
+            self._ts[t].append(key)
+            ids[key] = sid
+        return sid
+
+    def _intern_cs(self, atoms: frozenset[int]) -> int:
+        cid = self._cs_ids.get(atoms)
+        if cid is None:
+            self._budget(len(self._cs), "lookahead condition sets")
+            cid = len(self._cs)
+            self._cs.append(atoms)
+            self._cs_ids[atoms] = cid
+        return cid
+
+    def _intern_atom(self, positive: bool, body: frozenset[int]) -> int:
+        key = (positive, body)
+        aid = self._atom_ids.get(key)
+        if aid is None:
+            self._budget(len(self._atoms), "lookahead states")
+            aid = len(self._atoms)
+            self._atoms.append(key)
+            self._atom_ids[key] = aid
+        return aid
+
+    def _intern_trk(self, start: int, waiting: frozenset[int], acc: bool) -> int:
+        key = (start, waiting, acc)
+        tid = self._trk_ids.get(key)
+        if tid is None:
+            self._budget(len(self._trk), "lookbehind tracker states")
+            tid = len(self._trk)
+            self._trk.append(key)
+            self._trk_ids[key] = tid
+        return tid
+
+    # ------------------------------------------------------------------ lookaheads (atoms)
+    def _resolve_body(self, positive: bool, waiting: frozenset[int], acc: bool) -> int:
+        if acc:
+            return _ATOM_TRUE if positive else _ATOM_FALSE
+        if not waiting:
+            return _ATOM_FALSE if positive else _ATOM_TRUE
+        return self._intern_atom(positive, waiting)
+
+    def _make_atom(self, look: int, positive: bool) -> int:
+        key = (look, positive)
+        hit = self._look_init.get(key)
+        if hit is None:
+            waiting, acc = self.prog.set_closure([self.prog.look_starts[look]])
+            hit = self._resolve_body(positive, waiting, acc)
+            self._look_init[key] = hit
+        return hit
+
+    def _step_set(self, waiting: frozenset[int], byte: int) -> tuple[frozenset[int], bool]:
+        adv = self.prog.advance
+        nxt = [q for q in (adv(pc, byte) for pc in waiting) if q >= 0]
+        return self.prog.set_closure(nxt)
+
+    def _atom_advance(self, aid: int, byte: int) -> int:
+        key = (aid, byte)
+        hit = self._atom_step.get(key)
+        if hit is None:
+            positive, waiting = self._atoms[aid]
+            hit = self._resolve_body(positive, *self._step_set(waiting, byte))
+            self._atom_step[key] = hit
+        return hit
+
+    def _cs_advance(self, cs: int, byte: int) -> int:
+        if cs == _EMPTY_CS:
+            return _EMPTY_CS
+        key = (cs, byte)
+        hit = self._cs_step.get(key)
+        if hit is None:
+            out = set()
+            hit = None
+            for aid in self._cs[cs]:
+                r = self._atom_advance(aid, byte)
+                if r == _ATOM_FALSE:
+                    hit = _CS_FAIL
+                    break
+                if r != _ATOM_TRUE:
+                    out.add(r)
+            if hit is None:
+                hit = self._intern_cs(frozenset(out))
+            self._cs_step[key] = hit
+        return hit
+
+    def _cs_with(self, cs: int, aid: int) -> int:
+        key = (cs, aid)
+        hit = self._cs_add.get(key)
+        if hit is None:
+            hit = self._intern_cs(self._cs[cs] | {aid})
+            self._cs_add[key] = hit
+        return hit
+
+    def _cs_passes_at_end(self, cs: int) -> bool:
+        return all(not self._atoms[a][0] for a in self._cs[cs])
+
+    # ------------------------------------------------------------------ lookbehind trackers
+    def _initial_trackers(self, t: int) -> tuple[int, ...] | None:
+        starts = self.terms[t].tracker_starts
+        if not starts:
+            return None
+        out = []
+        for s in starts:
+            waiting, acc = self.prog.set_closure([s])
+            out.append(self._intern_trk(s, waiting, acc))
+        return tuple(out)
+
+    def _trk_advance(self, tid: int, byte: int) -> int:
+        key = (tid, byte)
+        hit = self._trk_step.get(key)
+        if hit is None:
+            start, waiting, _ = self._trk[tid]
+            w1, acc1 = self._step_set(waiting, byte)
+            w0, acc0 = self.prog.set_closure([start])  # the body may start at the next char
+            hit = self._intern_trk(start, w1 | w0, acc1 or acc0)
+            self._trk_step[key] = hit
+        return hit
+
+    def _trackers_advance(self, trackers: tuple[int, ...] | None, byte: int):
+        if trackers is None:
+            return None
+        return tuple(self._trk_advance(x, byte) for x in trackers)
+
+    def _canon_trackers(self, trackers, entries) -> tuple[int, ...] | None:
+        """Drop the trackers once no thread can meet a lookbehind again (smaller state space)."""
+        if trackers is None:
+            return None
+        reach = self.prog.reaches_lookbehind
+        if any(pc >= 0 and reach(pc) for pc, _ in entries):
+            return trackers
+        return None
+
+    # ------------------------------------------------------------------ ordered closure
+    def _closure(self, pc0: int, cs0: int, trackers) -> tuple[tuple[int, int], ...]:
+        """Epsilon closure from ``pc0`` in ``re``'s priority order: ``(pc, condset)`` for each
+        thread waiting on a byte and ``(-1, condset)`` for each ACCEPT reached."""
+        key = (pc0, cs0, trackers)
+        hit = self._closures.get(key)
+        if hit is not None:
+            return hit
+        p = self.prog
+        kind, A, B, Cc, D = p.kind, p.a, p.b, p.c, p.d
+        out: list[tuple[int, int]] = []
+        seen_out: set[tuple[int, int]] = set()
+        visited: set = set()
+        stack = [(pc0, cs0, _NO_FLAGS)]
+        while stack:
+            item = stack.pop()
+            if item in visited:
+                continue
+            visited.add(item)
+            pc, cs, fl = item
+            k = kind[pc]
+            if k == CHAR or k == MID:
+                if (pc, cs) not in seen_out:
+                    seen_out.add((pc, cs))
+                    out.append((pc, cs))
+            elif k == ACCEPT:
+                if (-1, cs) not in seen_out:
+                    seen_out.add((-1, cs))
+                    out.append((-1, cs))
+            elif k == SPLIT:
+                for tgt in reversed(A[pc]):
+                    stack.append((tgt, cs, fl))
+            elif k == REP_ENTER:
+                rep = A[pc]
+                stack.append((B[pc], cs, fl - {rep} if rep in fl else fl))
+            elif k == REP_CHECK:
+                rep = A[pc]
+                if rep in fl:  # the iteration just finished consumed nothing: take the tail
+                    stack.append((Cc[pc], cs, fl - {rep}))
+                elif D[pc]:  # greedy: body first
+                    stack.append((Cc[pc], cs, fl))
+                    stack.append((B[pc], cs, fl | {rep}))
+                else:
+                    stack.append((B[pc], cs, fl | {rep}))
+                    stack.append((Cc[pc], cs, fl))
+            elif k == LOOK:
+                r = self._make_atom(A[pc], B[pc])
+                if r == _ATOM_TRUE:
+                    stack.append((Cc[pc], cs, fl))
+                elif r != _ATOM_FALSE:
+                    stack.append((Cc[pc], self._cs_with(cs, r), fl))
+            elif k == LB:
+                holds = self._trk[trackers[A[pc]]][2]
+                if holds == B[pc]:
+                    stack.append((Cc[pc], cs, fl))
+            elif k == BOUND:
+                prev_word = self._trk[trackers[A[pc]]][2]
+                r = self._make_atom(B[pc], prev_word != Cc[pc])
+                if r == _ATOM_TRUE:
+                    stack.append((D[pc], cs, fl))
+                elif r != _ATOM_FALSE:
+                    stack.append((D[pc], self._cs_with(cs, r), fl))
+            else:  # pragma: no cover - SUBACCEPT is never reachable from a terminal's body
+                raise AssertionError(f"unexpected instruction {k} at pc {pc}")
+        res = tuple(out)
+        self._closures[key] = res
+        return res
+
+    # ------------------------------------------------------------------ lanes
+    def _place(self, entries: list[tuple[int, int]], pc: int, cs: int) -> bool:
+        """Append unless an entry ahead with the same pc needs a subset of its conditions (then it
+        would win whenever this one could)."""
+        sets = self._cs
+        mine = sets[cs]
+        for q, qcs in entries:
+            if q == pc and (qcs == cs or sets[qcs] <= mine):
+                return False
+        entries.append((pc, cs))
+        return True
+
+    def _initial_lane(self, t: int) -> int:
+        trackers = self._initial_trackers(t)
+        entries: list[tuple[int, int]] = []
+        for pc, cs in self._closure(self.terms[t].start, _EMPTY_CS, trackers):
+            if pc == -1:  # pragma: no cover - nullable patterns are rejected at compile time
+                raise RegexError(f"terminal {self.terminal_names[t]!r} matches the empty string")
+            self._place(entries, pc, cs)
+        return self._intern_lane(t, tuple(entries), self._canon_trackers(trackers, entries))
+
+    def _lane_step(self, t: int, ts: int, byte: int) -> tuple[int, tuple[Event, ...]]:
+        memo = self._ts_step[t]
+        key = (ts, byte)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        entries, trackers = self._ts[t][ts]
+        tr2 = self._trackers_advance(trackers, byte)
+        new: list[tuple[int, int]] = []
+        events: list[Event] = []
+        advance = self.prog.advance
+        cut = False
+        for pc, cs in entries:
+            cs2 = self._cs_advance(cs, byte)
+            if cs2 == _CS_FAIL:
+                continue
+            if pc == -1:
+                if cs2 == _EMPTY_CS:  # an earlier candidate's lookaheads all passed: it wins
+                    break  # over everything behind it (its event was reported then)
+                self._place(new, -1, cs2)
+                continue
+            nxt = advance(pc, byte)
+            if nxt < 0:
+                continue
+            for q, qcs in self._closure(nxt, cs2, tr2):
+                if q == -1:
+                    cond = self._make_cond(t, tr2, new, qcs)
+                    if cond != self.FALSE:
+                        events.append((t, cond))
+                    if qcs == _EMPTY_CS:
+                        cut = True
+                        break
+                    self._place(new, -1, qcs)
+                else:
+                    self._place(new, q, qcs)
+            if cut:
+                break
+        res = (self._intern_lane(t, tuple(new), self._canon_trackers(tr2, new)), tuple(events))
+        memo[key] = res
+        return res
+
+    def _lane_future(self, t: int, ts: int) -> bool:
+        memo = self._ts_future[t]
+        hit = memo.get(ts)
+        if hit is not None:
+            return hit
+        seen = {ts}
+        queue = deque([ts])
+        found = False
+        while queue and not found:
+            x = queue.popleft()
+            if memo.get(x) is True:
+                found = True
+                break
+            if memo.get(x) is False:
+                continue
+            for b in range(256):
+                y, ev = self._lane_step(t, x, b)
+                if any(self.cond_satisfiable(c) for _, c in ev):
+                    found = True
+                    break
+                if y >= 0 and y not in seen:
+                    seen.add(y)
+                    queue.append(y)
+        if found:
+            memo[ts] = True
+        else:
+            for x in seen:
+                memo[x] = False
+        return found
+
+    # ------------------------------------------------------------------ conditions
+    def _make_cond(self, t: int, trackers, ahead: Iterable[tuple[int, int]], own: int) -> int:
+        sets = self._cs
+        mine = sets[own]
+        entries: list[tuple[int, int]] = []
+        for pc, cs in ahead:
+            if pc == -1 and sets[cs] <= mine:
+                return self.FALSE  # whenever our lookaheads pass, that earlier candidate wins
+            entries.append((pc, cs))
+        if not entries:
+            if own == _EMPTY_CS:
+                return self.TRUE
+            key = (t, None, frozenset(), own)
+        else:
+            # "any ahead entry succeeds" is order-free: drop entries another one dominates
+            keep = [
+                (pc, cs)
+                for i, (pc, cs) in enumerate(entries)
+                if not any(
+                    j != i and q == pc and sets[qcs] <= sets[cs] and (sets[qcs] != sets[cs] or j < i)
+                    for j, (q, qcs) in enumerate(entries)
+                )
+            ]
+            key = (t, self._canon_trackers(trackers, keep), frozenset(keep), own)
+        cid = self._cond_ids.get(key)
+        if cid is None:
+            self._budget(len(self._conds), "match conditions")
+            cid = len(self._conds)
+            self._conds.append(key)
+            self._cond_ids[key] = cid
+        return cid
+
+    def _compute_cond_step(self, cond: int, byte: int) -> int:
+        t, trackers, ahead, own = self._conds[cond]
+        own2 = self._cs_advance(own, byte)
+        if own2 == _CS_FAIL:
+            return self.FALSE
+        tr2 = self._trackers_advance(trackers, byte)
+        new: list[tuple[int, int]] = []
+        advance = self.prog.advance
+        for pc, cs in sorted(ahead):
+            cs2 = self._cs_advance(cs, byte)
+            if cs2 == _CS_FAIL:
+                continue
+            if pc == -1:
+                if cs2 == _EMPTY_CS:
+                    return self.FALSE
+                new.append((-1, cs2))
+                continue
+            nxt = advance(pc, byte)
+            if nxt < 0:
+                continue
+            for q, qcs in self._closure(nxt, cs2, tr2):
+                if q == -1 and qcs == _EMPTY_CS:
+                    return self.FALSE  # a higher-priority thread matched unconditionally
+                new.append((q, qcs))
+        return self._make_cond(t, tr2, new, own2)

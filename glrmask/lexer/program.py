@@ -1,0 +1,379 @@
+"""Python ``re`` patterns -> one byte-level NFA program with ordered (priority) epsilon edges.
+
+Why a custom compiler: the lexer must reproduce ``re.match``'s leftmost-first answer, byte by
+byte, across token boundaries. Patterns are parsed with Python's own parser (``re._parser``), so
+the accepted syntax and flag scoping are exactly Python's; every supported node is compiled to
+instructions whose epsilon-successor order is ``re``'s backtracking order.
+
+Instructions (``Program.kind[pc]``):
+
+* ``CHAR(cls, next)`` consumes one character of a code point set (a :class:`ByteClass`);
+  ``MID(cls, cstate, next)`` is the same character half read (interned lazily).
+* ``SPLIT(targets)`` ordered alternatives; ``ACCEPT`` the terminal's match end; ``SUBACCEPT`` the
+  end of a lookaround body.
+* ``LOOK(look, positive, next)`` a lookahead (its body runs as a condition on the bytes that
+  follow); ``LB(slot, positive, next)`` a lookbehind, answered by the terminal's tracker ``slot``;
+  ``BOUND(slot, look, is_boundary, next)`` ``\\b``/``\\B``: the tracker says whether the previous
+  character is a word character, which turns the boundary into a lookahead on the next one.
+* ``REP_ENTER(rep, next)`` / ``REP_CHECK(rep, body, exit, greedy)`` bracket the optional
+  iterations of a repeat. They reproduce sre's zero-width-iteration rule: an optional iteration
+  that consumed nothing is not followed by another one; the repeat's tail is taken instead.
+  The closure tracks "iteration of ``rep`` started at this position" as a path flag.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from re import _constants as C  # type: ignore[attr-defined]
+from re import _parser as sre_parse  # type: ignore[attr-defined]
+
+from glrmask.errors import GrammarTooComplex, RegexError
+
+from . import charsets
+from .charsets import DEAD as CLS_DEAD, FINAL as CLS_FINAL, ByteClass
+
+CHAR, MID, SPLIT, ACCEPT, SUBACCEPT, LOOK, LB, BOUND, REP_ENTER, REP_CHECK = range(10)
+WAITING = (CHAR, MID)
+
+_AT_NAMES = {
+    C.AT_BEGINNING: "'^' anchor",
+    C.AT_BEGINNING_LINE: "'^' anchor",
+    C.AT_BEGINNING_STRING: "'\\A' anchor",
+    C.AT_END: "'$' anchor",
+    C.AT_END_LINE: "'$' anchor",
+    C.AT_END_STRING: "'\\Z' anchor",
+}
+_SINGLE_CHAR_OPS = (C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN)
+
+
+@dataclass
+class TerminalProgram:
+    """What the lexer needs to know about one compiled terminal."""
+
+    name: str
+    pattern: str
+    start: int
+    tracker_starts: list[int] = field(default_factory=list)  # one per lookbehind slot
+    word_slots: dict[bool, tuple[int, int]] = field(default_factory=dict)  # ascii -> (slot, look)
+
+
+class Program:
+    """All terminals' instructions in one array (pcs are global), plus lookahead bodies."""
+
+    def __init__(self, max_nodes: int = 200_000):
+        self.max_nodes = max_nodes
+        self.kind: list[int] = []
+        self.a: list = []
+        self.b: list = []
+        self.c: list = []
+        self.d: list = []
+        self.classes: list[ByteClass] = []
+        self._class_ids: dict[int, int] = {}
+        self._mid_ids: dict[tuple[int, int, int], int] = {}
+        self.look_starts: list[int] = []  # look id -> pc of its body's start
+        self.n_reps = 0
+        self._budget_owner = "?"
+        self._reach_lb: dict[int, bool] = {}
+
+    # -- node construction -------------------------------------------------------------------
+    def _new(self, kind: int, a=None, b=None, c=None, d=None) -> int:
+        if len(self.kind) >= self.max_nodes:
+            raise GrammarTooComplex(
+                f"lexer NFA: terminal {self._budget_owner} needs more than {self.max_nodes} "
+                "instructions (limit max_nfa_nodes); simplify its regex (large counted repeats?)"
+            )
+        self.kind.append(kind)
+        self.a.append(a)
+        self.b.append(b)
+        self.c.append(c)
+        self.d.append(d)
+        return len(self.kind) - 1
+
+    def _class_id(self, cps: charsets.Intervals) -> int:
+        bc = charsets.byte_class(cps)
+        cid = self._class_ids.get(id(bc))
+        if cid is None:
+            cid = len(self.classes)
+            self.classes.append(bc)
+            self._class_ids[id(bc)] = cid
+        return cid
+
+    # -- byte stepping of waiting instructions ----------------------------------------------
+    def advance(self, pc: int, byte: int) -> int:
+        """Feed one byte to a CHAR/MID instruction: -1 (dies), the pc after the character, or a
+        MID pc (character not finished). Does not follow epsilon edges."""
+        k = self.kind[pc]
+        if k == CHAR:
+            cls, cstate, nxt = self.a[pc], 0, self.b[pc]
+        else:
+            cls, cstate, nxt = self.a[pc], self.b[pc], self.c[pc]
+        r = self.classes[cls].step(cstate, byte)
+        if r == CLS_DEAD:
+            return -1
+        if r == CLS_FINAL:
+            return nxt
+        key = (cls, r, nxt)
+        mid = self._mid_ids.get(key)
+        if mid is None:
+            self.kind.append(MID)
+            self.a.append(cls)
+            self.b.append(r)
+            self.c.append(nxt)
+            self.d.append(None)
+            mid = len(self.kind) - 1
+            self._mid_ids[key] = mid
+        return mid
+
+    def after_char(self, pc: int) -> int:
+        """The instruction a waiting pc continues with once its character is complete."""
+        return self.b[pc] if self.kind[pc] == CHAR else self.c[pc]
+
+    # -- plain reachability closure (lookaround bodies, trackers, nullability) ---------------
+    def set_closure(self, pcs, assertions_pass: bool = False) -> tuple[frozenset[int], bool]:
+        """Waiting pcs reachable by epsilon edges, and whether (SUB)ACCEPT is reachable.
+        Bodies contain no assertions; ``assertions_pass`` treats them as true (nullability)."""
+        out: set[int] = set()
+        seen: set[int] = set()
+        stack = list(pcs)
+        accepted = False
+        kind = self.kind
+        while stack:
+            pc = stack.pop()
+            if pc in seen:
+                continue
+            seen.add(pc)
+            k = kind[pc]
+            if k == CHAR or k == MID:
+                out.add(pc)
+            elif k == ACCEPT or k == SUBACCEPT:
+                accepted = True
+            elif k == SPLIT:
+                stack.extend(self.a[pc])
+            elif k == REP_ENTER:
+                stack.append(self.b[pc])
+            elif k == REP_CHECK:
+                stack.append(self.b[pc])
+                stack.append(self.c[pc])
+            elif assertions_pass and k in (LOOK, LB):
+                stack.append(self.c[pc])
+            elif assertions_pass and k == BOUND:
+                stack.append(self.d[pc])
+            else:  # pragma: no cover - bodies are validated to contain no assertions
+                raise AssertionError(f"assertion inside a lookaround body at pc {pc}")
+        return frozenset(out), accepted
+
+    def reaches_lookbehind(self, pc: int) -> bool:
+        """Whether some path from waiting pc ``pc`` meets an LB/BOUND instruction (then the
+        terminal's lookbehind trackers must be kept for the thread)."""
+        if self.kind[pc] == MID:
+            pc_key = self.c[pc]
+        else:
+            pc_key = self.b[pc] if self.kind[pc] == CHAR else pc
+        hit = self._reach_lb.get(pc_key)
+        if hit is None:
+            hit = False
+            seen: set[int] = set()
+            stack = [pc_key]
+            while stack:
+                p = stack.pop()
+                if p in seen:
+                    continue
+                seen.add(p)
+                k = self.kind[p]
+                if k in (LB, BOUND):
+                    hit = True
+                    break
+                if k == CHAR:
+                    stack.append(self.b[p])
+                elif k == MID:
+                    stack.append(self.c[p])
+                elif k == SPLIT:
+                    stack.extend(self.a[p])
+                elif k == REP_ENTER:
+                    stack.append(self.b[p])
+                elif k == REP_CHECK:
+                    stack.extend((self.b[p], self.c[p]))
+                elif k == LOOK:
+                    stack.append(self.c[p])
+            self._reach_lb[pc_key] = hit
+        return hit
+
+    # -- compilation ---------------------------------------------------------------------------
+    def add_terminal(self, name: str, pattern: str) -> TerminalProgram:
+        """Parse, validate and compile one terminal; raises RegexError for unsupported input."""
+        self._budget_owner = repr(name)
+        try:
+            compiled = re.compile(pattern)
+            parsed = sre_parse.parse(pattern)
+        except (re.error, TypeError, ValueError, OverflowError, RecursionError) as e:
+            raise RegexError(f"terminal {name!r}: invalid regex /{pattern}/: {e}") from None
+        if compiled.match("") is not None:
+            raise RegexError(
+                f"terminal {name!r}: /{pattern}/ can match the empty string (re.match(p, '') "
+                "succeeds); a terminal must consume at least one character"
+            )
+        term = TerminalProgram(name=name, pattern=pattern, start=-1)
+        comp = _Compiler(self, term)
+        accept = self._new(ACCEPT)
+        try:
+            term.start = comp.seq(parsed.data, parsed.state.flags, accept, 0, None)
+        except RecursionError:
+            raise RegexError(f"terminal {name!r}: /{pattern}/ is nested too deeply") from None
+        _, nullable = self.set_closure([term.start], assertions_pass=True)
+        if nullable:
+            raise RegexError(
+                f"terminal {name!r}: /{pattern}/ can match the empty string (when its "
+                "lookarounds hold); a terminal must consume at least one character"
+            )
+        return term
+
+
+def _min_width(items) -> int:
+    total = 0
+    for op, av in items:
+        total += _item_min_width(op, av)
+    return total
+
+
+def _item_min_width(op, av) -> int:
+    if op in _SINGLE_CHAR_OPS:
+        return 1
+    if op is C.BRANCH:
+        return min(_min_width(alt) for alt in av[1])
+    if op is C.SUBPATTERN:
+        return _min_width(av[-1])
+    if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+        return av[0] * _min_width(av[2])
+    if op is C.ATOMIC_GROUP:
+        return _min_width(av)
+    return 0
+
+
+class _Compiler:
+    """Compiles one terminal's sre_parse tree into ``Program`` instructions (built back to front:
+    every node is compiled knowing the pc it continues with)."""
+
+    def __init__(self, prog: Program, term: TerminalProgram):
+        self.p = prog
+        self.t = term
+
+    def reject(self, construct: str, why: str = "") -> RegexError:
+        msg = f"terminal {self.t.name!r}: {construct} is not supported in /{self.t.pattern}/"
+        return RegexError(msg + (f" ({why})" if why else ""))
+
+    def seq(self, items, flags: int, nxt: int, min_before: int, inside: str | None) -> int:
+        items = list(items)
+        befores = []
+        acc = min_before
+        for op, av in items:
+            befores.append(acc)
+            acc += _item_min_width(op, av)
+        pc = nxt
+        for (op, av), mb in zip(reversed(items), reversed(befores)):
+            pc = self.item(op, av, flags, pc, mb, inside)
+        return pc
+
+    def item(self, op, av, flags: int, nxt: int, mb: int, inside: str | None) -> int:
+        p = self.p
+        if op in _SINGLE_CHAR_OPS:
+            cps = charsets.node_set(op, av, flags)
+            return p._new(CHAR, p._class_id(cps), nxt)
+        if op is C.SUBPATTERN:
+            _group, add_flags, del_flags, sub = av
+            return self.seq(sub, (flags | add_flags) & ~del_flags, nxt, mb, inside)
+        if op is C.BRANCH:
+            targets = tuple(self.seq(alt, flags, nxt, mb, inside) for alt in av[1])
+            return p._new(SPLIT, targets)
+        if op in (C.MAX_REPEAT, C.MIN_REPEAT):
+            return self.repeat(av, op is C.MAX_REPEAT, flags, nxt, mb, inside)
+        if op in (C.ASSERT, C.ASSERT_NOT):
+            return self.lookaround(av, op is C.ASSERT, flags, nxt, mb, inside)
+        if op is C.AT:
+            if av in (C.AT_BOUNDARY, C.AT_NON_BOUNDARY):
+                return self.boundary(av is C.AT_BOUNDARY, flags, nxt, mb, inside)
+            raise self.reject(
+                _AT_NAMES.get(av, f"anchor {av}"), "it depends on where the text starts or ends"
+            )
+        if op is C.GROUPREF:
+            raise self.reject("backreference")
+        if op is C.GROUPREF_EXISTS:
+            raise self.reject("conditional group (?(id)yes|no)")
+        if op is C.ATOMIC_GROUP:
+            raise self.reject("atomic group (?>...)")
+        if op is C.POSSESSIVE_REPEAT:
+            raise self.reject("possessive quantifier (*+, ++, ?+, {m,n}+)")
+        raise self.reject(f"regex construct {op}")
+
+    def repeat(self, av, greedy: bool, flags, nxt, mb, inside) -> int:
+        lo, hi, body = av
+        p = self.p
+        rep = p.n_reps
+        p.n_reps += 1
+        bmin = _min_width(body)
+        if hi is C.MAXREPEAT:
+            check = p._new(REP_CHECK, rep, None, nxt, greedy)
+            p.b[check] = self.seq(body, flags, check, mb + lo * bmin, inside)
+            cur = check
+        else:
+            cur = nxt
+            for k in reversed(range(hi - lo)):
+                entry = self.seq(body, flags, cur, mb + (lo + k) * bmin, inside)
+                cur = p._new(REP_CHECK, rep, entry, nxt, greedy)
+        for j in reversed(range(lo)):
+            cur = self.seq(body, flags, cur, mb + j * bmin, inside)
+        return p._new(REP_ENTER, rep, cur)
+
+    def lookaround(self, av, positive: bool, flags, nxt, mb, inside) -> int:
+        direction, body = av
+        p = self.p
+        what = ("lookahead " if direction == 1 else "lookbehind ") + (
+            "(?=...)" if positive and direction == 1
+            else "(?!...)" if direction == 1
+            else "(?<=...)" if positive
+            else "(?<!...)"
+        )
+        if inside is not None:
+            raise self.reject(f"nested lookaround: {what} inside a {inside}")
+        sub_accept = p._new(SUBACCEPT)
+        if direction == 1:
+            start = self.seq(body.data, flags, sub_accept, 0, "lookahead")
+            look = len(p.look_starts)
+            p.look_starts.append(start)
+            return p._new(LOOK, look, positive, nxt)
+        lo, hi = body.getwidth()
+        if lo != hi:  # pragma: no cover - re.compile already refuses variable-width lookbehinds
+            raise self.reject(what, "variable width")
+        if lo > mb:
+            raise self.reject(
+                what,
+                f"it looks {lo} character(s) back but only {mb} are certainly consumed before it, "
+                "so it would read text before the lexeme",
+            )
+        start = self.seq(body.data, flags, sub_accept, 0, "lookbehind")
+        slot = len(self.t.tracker_starts)
+        self.t.tracker_starts.append(start)
+        return p._new(LB, slot, positive, nxt)
+
+    def boundary(self, is_boundary: bool, flags, nxt, mb, inside) -> int:
+        what = "word boundary \\b" if is_boundary else "non-boundary \\B"
+        if inside is not None:
+            raise self.reject(f"{what} inside a {inside}")
+        if mb < 1:
+            raise self.reject(
+                what, "no character of the lexeme certainly precedes it, so it would read text "
+                "before the lexeme"
+            )
+        ascii_only = bool(flags & charsets.FLAG_ASCII)
+        if ascii_only not in self.t.word_slots:
+            p = self.p
+            cat = ((C.CATEGORY, C.CATEGORY_WORD),)
+            cls = p._class_id(charsets.node_set(C.IN, cat, charsets.FLAG_ASCII if ascii_only else 0))
+            look_start = p._new(CHAR, cls, p._new(SUBACCEPT))
+            look = len(p.look_starts)
+            p.look_starts.append(look_start)
+            tracker_start = p._new(CHAR, cls, p._new(SUBACCEPT))
+            slot = len(self.t.tracker_starts)
+            self.t.tracker_starts.append(tracker_start)
+            self.t.word_slots[ascii_only] = (slot, look)
+        slot, look = self.t.word_slots[ascii_only]
+        return self.p._new(BOUND, slot, look, is_boundary, nxt)

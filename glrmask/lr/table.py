@@ -1,0 +1,480 @@
+"""Conflict-preserving LR(1) parse table (DESIGN §4.4).
+
+The table is the parser half of the compiler: the GLR recognizer, the stack-effect automata and the
+Cython runtime all read it. It is built as follows:
+
+1. Augment the grammar with ``$START -> start $END`` (rule 0). ``$END`` is an ordinary terminal id
+   (the last one) that the runtime matches against the end-of-sequence token; shifting it is the
+   *accept* transition, so "the sentence is complete" is just "``$END`` can be shifted".
+2. Build canonical LR(1) item sets. Items are ``(core, lookahead-bitset)`` where a core
+   (rule, dot) is interned as one int and a lookahead set is a Python int used as a bitset over
+   terminal ids. Closure is cheap because the closure of every nonterminal is precomputed once with
+   symbolic lookaheads (``spontaneous | inherited``), so closing a kernel is a table lookup per
+   kernel item rather than a fixed-point iteration.
+3. If canonical LR(1) exceeds ``max_states``, rebuild as LALR(1) (states keyed by cores only,
+   lookaheads merged and propagated to a fixed point) and record that in ``notes``.
+4. Merge states whose action/goto rows are identical up to the merge (Moore-style partition
+   refinement, i.e. a bisimulation quotient). This never adds conflicts, unlike LALR merging.
+
+Conflicts are *kept*: a cell is :class:`Action` ``(shift, reduces, accept)`` and a GLR driver explores
+every alternative.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import numpy as np
+
+from glrmask.errors import GrammarError, GrammarTooComplex
+from glrmask.grammar.ir import Grammar, Rule
+
+END = "$END"
+"""Reserved terminal name for the end of the sentence (matched by the EOS token later)."""
+
+AUG_START = "$START"
+"""Name of the augmented start nonterminal; rule 0 is ``$START -> start $END``."""
+
+
+@dataclass(frozen=True)
+class Action:
+    """One cell of the action table.
+
+    ``shift`` is the target state or ``None``; ``reduces`` are rule ids (sorted) to reduce by;
+    ``accept`` is true on the ``$END`` column of the state where the sentence can be complete (the
+    shift of ``$END`` then leads to the final state). Several alternatives at once are a conflict,
+    which the GLR driver explores in parallel.
+    """
+
+    shift: int | None = None
+    reduces: tuple[int, ...] = ()
+    accept: bool = False
+
+    def __bool__(self) -> bool:
+        return self.shift is not None or bool(self.reduces)
+
+    @property
+    def is_conflict(self) -> bool:
+        return (self.shift is not None) + len(self.reduces) > 1
+
+
+EMPTY_ACTION = Action()
+
+
+def _bits(mask: int) -> Iterable[int]:
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+@dataclass
+class LRTable:
+    """An LR(1) automaton with all conflicting actions kept.
+
+    Ids: terminal ids index ``terminals`` (``$END`` is the last); nonterminal ids index
+    ``nonterminals`` (``$START`` is 0); rule ids index ``rules`` (rule 0 is the augmented rule).
+    ``rule_lhs[r]`` is a nonterminal id and ``rule_len[r]`` the number of symbols popped.
+
+    Dense arrays for compiled consumers: ``shift_table[state, term]`` (target or -1),
+    ``goto_table[state, nonterminal]`` (target or -1) and the reduce lists in CSR form:
+    rules of cell ``(s, t)`` are ``reduce_rules[reduce_offsets[k]:reduce_offsets[k + 1]]`` with
+    ``k = s * n_terminals + t``.
+    """
+
+    terminals: list[str]
+    terminal_index: dict[str, int]
+    nonterminals: list[str]
+    nonterminal_index: dict[str, int]
+    rules: list[Rule]
+    rule_lhs: list[int]
+    rule_len: list[int]
+    start_state: int
+    final_state: int
+    shift_table: np.ndarray
+    goto_table: np.ndarray
+    reduce_offsets: np.ndarray
+    reduce_rules: np.ndarray
+    rows: list[list[Action]] = field(repr=False)
+    notes: list[str] = field(default_factory=list)
+    method: str = "lr1"
+
+    # -- queries ---------------------------------------------------------------------------------
+    @property
+    def n_states(self) -> int:
+        return len(self.rows)
+
+    @property
+    def n_terminals(self) -> int:
+        return len(self.terminals)
+
+    @property
+    def end_id(self) -> int:
+        return self.terminal_index[END]
+
+    def action(self, state: int, term_id: int) -> Action:
+        return self.rows[state][term_id]
+
+    def goto(self, state: int, nonterminal: int | str) -> int | None:
+        nt = self.nonterminal_index[nonterminal] if isinstance(nonterminal, str) else nonterminal
+        g = int(self.goto_table[state, nt])
+        return None if g < 0 else g
+
+    def conflicts(self) -> list[tuple[int, int, Action]]:
+        """Every ``(state, term_id, action)`` cell holding more than one alternative."""
+        return [
+            (s, t, a)
+            for s, row in enumerate(self.rows)
+            for t, a in enumerate(row)
+            if a.is_conflict
+        ]
+
+    # -- construction ----------------------------------------------------------------------------
+    @classmethod
+    def build(
+        cls,
+        grammar: Grammar,
+        *,
+        max_states: int = 20_000,
+        max_lalr_states: int = 200_000,
+        merge: bool = True,
+        check: bool = True,
+    ) -> "LRTable":
+        """Build the table for a normalized grammar.
+
+        ``check_normalized`` runs first unless ``check=False`` (the GLR driver relies on the
+        post-condition for termination). Canonical LR(1) is tried with ``max_states`` states; beyond
+        that LALR(1) is used (bounded by ``max_lalr_states``, else :class:`GrammarTooComplex`).
+        """
+        if check:
+            from glrmask.grammar.normalize import check_normalized
+
+            check_normalized(grammar)
+        return _Builder(grammar).build(max_states, max_lalr_states, merge)
+
+
+class _Builder:
+    """Numbering of symbols/cores, FIRST sets and precomputed closures for one grammar."""
+
+    def __init__(self, grammar: Grammar) -> None:
+        if END in grammar.terminals or AUG_START in grammar.terminals:
+            raise GrammarError(f"terminal names {END!r} and {AUG_START!r} are reserved")
+        self.grammar = grammar
+        self.terminals = [t for t in grammar.terminals] + [END]
+        self.terminal_index = {t: i for i, t in enumerate(self.terminals)}
+        nts = [AUG_START] + [n for n in grammar.nonterminals if n != AUG_START]
+        if grammar.start not in nts:
+            raise GrammarError(f"start symbol {grammar.start!r} has no rules")
+        self.nonterminals = nts
+        self.nonterminal_index = {n: i for i, n in enumerate(nts)}
+        self.rules = [Rule(AUG_START, (grammar.start, END))] + list(grammar.rules)
+        T = len(self.terminals)
+        self.T = T
+
+        def code(sym: str) -> int:
+            if sym in self.terminal_index:
+                return self.terminal_index[sym]
+            if sym in self.nonterminal_index:
+                return T + self.nonterminal_index[sym]
+            raise GrammarError(f"symbol {sym!r} is neither a terminal nor a nonterminal with rules")
+
+        self.rule_lhs = [self.nonterminal_index[r.lhs] for r in self.rules]
+        self.rule_len = [len(r.rhs) for r in self.rules]
+        self.rules_of: list[list[int]] = [[] for _ in nts]
+        for i, r in enumerate(self.rules):
+            self.rules_of[self.rule_lhs[i]].append(i)
+        # cores: one int per (rule, dot)
+        self.rule_off: list[int] = []
+        core_rule: list[int] = []
+        core_next: list[int] = []  # symbol code after the dot, -1 at the end
+        rhs_codes: list[list[int]] = []
+        for i, r in enumerate(self.rules):
+            codes = [code(s) for s in r.rhs]
+            rhs_codes.append(codes)
+            self.rule_off.append(len(core_rule))
+            for d in range(len(codes) + 1):
+                core_rule.append(i)
+                core_next.append(codes[d] if d < len(codes) else -1)
+        self.core_rule = core_rule
+        self.core_next = core_next
+        self._first_sets(rhs_codes)
+        # FIRST/nullable of the suffix after the symbol following the dot, per core
+        n_cores = len(core_rule)
+        self.beta_first = [0] * n_cores
+        self.beta_nullable = [True] * n_cores
+        for i, codes in enumerate(rhs_codes):
+            off = self.rule_off[i]
+            f, nul = 0, True
+            # walk right to left; core off+d has next symbol codes[d], beta = codes[d+1:]
+            for d in range(len(codes) - 1, -1, -1):
+                self.beta_first[off + d] = f
+                self.beta_nullable[off + d] = nul
+                c = codes[d]
+                if c < T:
+                    f, nul = 1 << c, False
+                else:
+                    n = c - T
+                    f = self.first[n] | (f if self.nullable[n] else 0)
+                    nul = nul and self.nullable[n]
+        self._closures()
+
+    def _first_sets(self, rhs_codes: list[list[int]]) -> None:
+        T = self.T
+        n_nt = len(self.nonterminals)
+        nullable = [False] * n_nt
+        first = [0] * n_nt
+        changed = True
+        while changed:
+            changed = False
+            for i, codes in enumerate(rhs_codes):
+                a = self.rule_lhs[i]
+                f = first[a]
+                all_null = True
+                for c in codes:
+                    if c < T:
+                        f |= 1 << c
+                        all_null = False
+                        break
+                    n = c - T
+                    f |= first[n]
+                    if not nullable[n]:
+                        all_null = False
+                        break
+                if f != first[a]:
+                    first[a] = f
+                    changed = True
+                if all_null and not nullable[a]:
+                    nullable[a] = True
+                    changed = True
+        self.first = first
+        self.nullable = nullable
+
+    def _closures(self) -> None:
+        """pre[B] = closure items of ``B`` as ``(core, spontaneous_la, inherits)``: the item's
+        lookahead is ``spontaneous_la | (L if inherits)`` where ``L`` is the lookahead of ``B``."""
+        T = self.T
+        self.pre: list[list[tuple[int, int, bool]]] = []
+        for b in range(len(self.nonterminals)):
+            items: dict[int, list] = {}
+            work: deque[int] = deque()
+            for r in self.rules_of[b]:
+                c = self.rule_off[r]
+                items[c] = [0, True]
+                work.append(c)
+            while work:
+                c = work.popleft()
+                nxt = self.core_next[c]
+                if nxt < T:
+                    continue
+                m, inh = items[c]
+                add_m = self.beta_first[c] | (m if self.beta_nullable[c] else 0)
+                add_inh = inh and self.beta_nullable[c]
+                for r in self.rules_of[nxt - T]:
+                    c2 = self.rule_off[r]
+                    cur = items.get(c2)
+                    if cur is None:
+                        items[c2] = [add_m, add_inh]
+                        work.append(c2)
+                    else:
+                        nm, ni = cur[0] | add_m, cur[1] or add_inh
+                        if nm != cur[0] or ni != cur[1]:
+                            cur[0], cur[1] = nm, ni
+                            work.append(c2)
+            self.pre.append([(c, m, inh) for c, (m, inh) in items.items()])
+
+    def closure(self, kernel: dict[int, int]) -> dict[int, int]:
+        T = self.T
+        items = dict(kernel)
+        for c, la in kernel.items():
+            nxt = self.core_next[c]
+            if nxt < T:
+                continue
+            L = self.beta_first[c] | (la if self.beta_nullable[c] else 0)
+            for c2, sm, inh in self.pre[nxt - T]:
+                items[c2] = items.get(c2, 0) | sm | (L if inh else 0)
+        return items
+
+    def successors(self, items: dict[int, int]) -> dict[int, dict[int, int]]:
+        out: dict[int, dict[int, int]] = {}
+        for c, la in items.items():
+            sym = self.core_next[c]
+            if sym >= 0:
+                out.setdefault(sym, {})[c + 1] = la
+        return out
+
+    def explore(self, lalr: bool, limit: int) -> list[dict[int, int]] | None:
+        """Item-set kernels reachable from the start. Canonical mode keys states by
+        ``(core, la)`` pairs; LALR mode keys by cores and merges lookaheads to a fixed point.
+        Returns None when more than ``limit`` states would be needed."""
+        start = {self.rule_off[0]: 0}
+        kernels: list[dict[int, int]] = [start]
+        index: dict[frozenset, int] = {self._key(start, lalr): 0}
+        work: deque[int] = deque([0])
+        queued = {0}
+        while work:
+            s = work.popleft()
+            queued.discard(s)
+            for kern in self.successors(self.closure(kernels[s])).values():
+                key = self._key(kern, lalr)
+                t = index.get(key)
+                if t is None:
+                    if len(kernels) >= limit:
+                        return None
+                    t = len(kernels)
+                    index[key] = t
+                    kernels.append(dict(kern))
+                    work.append(t)
+                    queued.add(t)
+                elif lalr:
+                    tk = kernels[t]
+                    grew = False
+                    for c, la in kern.items():
+                        if la & ~tk[c]:
+                            tk[c] |= la
+                            grew = True
+                    if grew and t not in queued:
+                        work.append(t)
+                        queued.add(t)
+        return kernels
+
+    @staticmethod
+    def _key(kernel: dict[int, int], lalr: bool) -> frozenset:
+        return frozenset(kernel) if lalr else frozenset(kernel.items())
+
+    def build(self, max_states: int, max_lalr_states: int, merge: bool) -> LRTable:
+        notes: list[str] = []
+        method = "lr1"
+        kernels = self.explore(False, max_states)
+        if kernels is None:
+            notes.append(
+                f"canonical LR(1) exceeded max_states={max_states}; fell back to LALR(1)"
+            )
+            method = "lalr1"
+            kernels = self.explore(True, max_lalr_states)
+            if kernels is None:
+                raise GrammarTooComplex(
+                    f"LR table: LALR(1) automaton exceeds max_lalr_states={max_lalr_states}"
+                )
+        T = self.T
+        lalr = method == "lalr1"
+        index = {self._key(k, lalr): i for i, k in enumerate(kernels)}
+        n = len(kernels)
+        # sparse rows: trans[s] maps a symbol code (terminal id, or T + nonterminal id) to a target
+        trans: list[dict[int, int]] = []
+        reduces: list[dict[int, list[int]]] = []
+        for kern in kernels:
+            items = self.closure(kern)
+            trans.append(
+                {sym: index[self._key(succ, lalr)] for sym, succ in self.successors(items).items()}
+            )
+            red: dict[int, list[int]] = {}
+            for c, la in items.items():
+                if self.core_next[c] == -1:
+                    r = self.core_rule[c]
+                    if r == 0:
+                        continue  # $START -> start $END . : the final state, nothing to reduce
+                    for t in _bits(la):
+                        red.setdefault(t, []).append(r)
+            reduces.append({t: sorted(set(rs)) for t, rs in red.items()})
+        # the final state is the target of the (unique) $END shift
+        end = T - 1
+        finals = {row[end] for row in trans if end in row}
+        if len(finals) != 1:
+            raise GrammarError("the grammar derives no sentence")
+        final = finals.pop()
+        start = 0
+        if merge:
+            trans, reduces, start, final = _minimize(trans, reduces, start, final)
+            if len(trans) != n:
+                notes.append(f"merged {n} states into {len(trans)} with identical rows")
+        return _assemble(self, trans, reduces, start, final, notes, method)
+
+
+def _minimize(trans, reduces, start, final):
+    """Bisimulation quotient: states with identical rows (targets compared up to the partition)
+    are merged; states are renumbered in BFS order from the start so the start state is 0."""
+    n = len(trans)
+    syms = [sorted(row) for row in trans]
+    sig0: dict[tuple, int] = {}
+    cls = []
+    for s in range(n):
+        key = (tuple((t, tuple(rs)) for t, rs in sorted(reduces[s].items())), tuple(syms[s]))
+        cls.append(sig0.setdefault(key, len(sig0)))
+    n_cls = len(sig0)
+    while True:
+        sigs: dict[tuple, int] = {}
+        new = []
+        for s in range(n):
+            row = trans[s]
+            key = (cls[s], tuple([cls[row[x]] for x in syms[s]]))
+            new.append(sigs.setdefault(key, len(sigs)))
+        cls = new
+        if len(sigs) == n_cls:
+            break
+        n_cls = len(sigs)
+    rep: dict[int, int] = {}
+    for s in range(n):
+        rep.setdefault(cls[s], s)
+    order: dict[int, int] = {cls[start]: 0}
+    queue = deque([cls[start]])
+    while queue:
+        s = rep[queue.popleft()]
+        for x in syms[s]:
+            c = cls[trans[s][x]]
+            if c not in order:
+                order[c] = len(order)
+                queue.append(c)
+    ntrans: list[dict[int, int]] = [{} for _ in order]
+    nred: list[dict[int, list[int]]] = [{} for _ in order]
+    for c, i in order.items():
+        s = rep[c]
+        ntrans[i] = {x: order[cls[tgt]] for x, tgt in trans[s].items()}
+        nred[i] = reduces[s]
+    return ntrans, nred, 0, order[cls[final]]
+
+
+def _assemble(b: _Builder, trans, reduces, start, final, notes, method) -> LRTable:
+    n, T, n_nt = len(trans), b.T, len(b.nonterminals)
+    end = T - 1
+    shift = np.full((n, T), -1, dtype=np.int32)
+    goto = np.full((n, n_nt), -1, dtype=np.int32)
+    counts = np.zeros(n * T, dtype=np.int64)
+    rows: list[list[Action]] = []
+    interned: dict[Action, Action] = {}
+    for s in range(n):
+        row = [EMPTY_ACTION] * T
+        red = reduces[s]
+        shifts = {x: tgt for x, tgt in trans[s].items() if x < T}
+        for x, tgt in trans[s].items():
+            if x < T:
+                shift[s, x] = tgt
+            else:
+                goto[s, x - T] = tgt
+        for t in set(shifts) | set(red):
+            rs = tuple(red.get(t, ()))
+            a = Action(shifts.get(t), rs, t == end and t in shifts)
+            row[t] = interned.setdefault(a, a)
+            counts[s * T + t] = len(rs)
+        rows.append(row)
+    offsets = np.zeros(n * T + 1, dtype=np.int32)
+    offsets[1:] = np.cumsum(counts)
+    flat = [r for s in range(n) for t in sorted(reduces[s]) for r in reduces[s][t]]
+    return LRTable(
+        terminals=b.terminals,
+        terminal_index=b.terminal_index,
+        nonterminals=b.nonterminals,
+        nonterminal_index=b.nonterminal_index,
+        rules=b.rules,
+        rule_lhs=b.rule_lhs,
+        rule_len=b.rule_len,
+        start_state=start,
+        final_state=final,
+        shift_table=shift,
+        goto_table=goto,
+        reduce_offsets=offsets,
+        reduce_rules=np.asarray(flat, dtype=np.int32),
+        rows=rows,
+        notes=notes,
+        method=method,
+    )

@@ -1,0 +1,69 @@
+"""Judges and walkers shared by the mask tests. The judges are independent of glrmask's own lexer
+and parser: lark's Earley parser with its dynamic lexer decides membership (DESIGN §11)."""
+from __future__ import annotations
+
+import itertools
+import random
+from functools import lru_cache
+
+import numpy as np
+from lark import Lark
+from lark.exceptions import LarkError
+
+
+class LarkJudge:
+    """Membership in L(G) as lark's Earley/dynamic parser decides it."""
+
+    def __init__(self, grammar_text: str, start: str = "start"):
+        self.parser = Lark(grammar_text, parser="earley", lexer="dynamic", regex=False, start=start)
+        self._memo: dict[bytes, bool] = {}
+
+    def accepts(self, data: bytes) -> bool:
+        hit = self._memo.get(data)
+        if hit is None:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                hit = False
+            else:
+                try:
+                    self.parser.parse(text)
+                    hit = True
+                except LarkError:
+                    hit = False
+            self._memo[data] = hit
+        return hit
+
+    def language_prefixes(self, alphabet: bytes, max_len: int) -> set[bytes]:
+        """Every prefix of every sentence of length <= max_len over ``alphabet`` (brute force)."""
+        prefixes: set[bytes] = set()
+        for n in range(max_len + 1):
+            for combo in itertools.product(alphabet, repeat=n):
+                s = bytes(combo)
+                if self.accepts(s):
+                    for k in range(len(s) + 1):
+                        prefixes.add(s[:k])
+        return prefixes
+
+
+def allowed(bits: np.ndarray) -> set[int]:
+    return set(np.flatnonzero(np.unpackbits(bits.view(np.uint8), bitorder="little")).tolist())
+
+
+def random_walk(mask, rng: random.Random, max_steps: int, *, stop_at_end: bool = True):
+    """States visited by committing uniformly random allowed tokens; yields (state, allowed ids)."""
+    state = mask.start()
+    for _ in range(max_steps):
+        ids = sorted(allowed(mask.get_mask(state)))
+        yield state, ids
+        if not ids:
+            return
+        tok = rng.choice(ids)
+        assert state.commit(tok)
+        if state.is_terminated():
+            yield state, sorted(allowed(mask.get_mask(state)))
+            return
+
+
+def output_bytes(vocab, tokens) -> bytes:
+    return b"".join(vocab.token_bytes(t) for t in tokens)
