@@ -6,6 +6,7 @@
     bits = mask.get_mask(state)                     # packed int32, bit id%32 of word id//32
     state.commit(token_id)
 """
+from . import guards
 from .api import Mask, State, compile, compile_grammar
 from .errors import (
     ArtifactError,
@@ -16,6 +17,7 @@ from .errors import (
     UnsupportedSchema,
     VocabError,
 )
+from .grammar.loader import load_grammar
 from .vocab import Vocab
 
 __version__ = "0.1.0"
@@ -33,4 +35,6 @@ __all__ = [
     "__version__",
     "compile",
     "compile_grammar",
+    "guards",
+    "load_grammar",
 ]

@@ -47,6 +47,7 @@ WELL_KNOWN_EOS_NAMES: tuple[str, ...] = (
 )
 
 _DEFAULT_RESOURCE = "gpt2.tokenizer.json.gz"
+_SIDECARS = ("tokenizer_config.json", "generation_config.json")
 _FINGERPRINT_TAG = b"glrmask.vocab.v1\n"
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 _NOT_LATIN1 = re.compile("[^\x00-\xff]")
@@ -235,7 +236,8 @@ def _read_text(path: Path) -> str:
 
 
 def _read_json_sidecar(path: Path) -> Any:
-    """A JSON file beside the tokenizer (tokenizer_config.json …), or None when absent/unreadable."""
+    """A JSON file beside the tokenizer (tokenizer_config.json …); None when absent, VocabError when
+    malformed (a broken config would silently change the end tokens)."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -356,6 +358,8 @@ class Vocab:
                 pieces[i] = bytes(b)
         if n_logits is None:
             n_logits = size
+        if isinstance(n_logits, bool) or not isinstance(n_logits, (int, np.integer)):
+            raise VocabError(f"{name}: n_logits must be an integer, got {n_logits!r}")
         n_logits = int(n_logits)
         if n_logits < size:
             raise VocabError(
@@ -486,8 +490,8 @@ class Vocab:
         ``eos_token`` and ``generation_config.json``'s ``eos_token_id`` next to the file and the
         well-known end names present as special tokens (empty when none is found).
 
-        Cached per process on (path, mtime, size, eos_token_ids, n_logits): the same Vocab object
-        comes back while the file is unchanged."""
+        Cached per process on (path, eos_token_ids, n_logits): the same Vocab object comes back
+        while neither the file nor the config files beside it changed."""
         p = Path(path)
         try:
             st = p.stat()
@@ -496,7 +500,9 @@ class Vocab:
         if not p.is_file():
             raise VocabError(f"{p} is not a file (expected tokenizer.json or tokenizer.json.gz)")
         eos_key = None if eos_token_ids is None else tuple(int(i) for i in eos_token_ids)
-        return _cached_from_file(str(p.resolve()), st.st_mtime_ns, st.st_size, eos_key, n_logits, str(path))
+        resolved = p.resolve()
+        stamp = (st.st_mtime_ns, st.st_size, _sidecar_stamp(resolved.parent))
+        return _cached_from_file(str(resolved), stamp, eos_key, n_logits, str(path))
 
     @classmethod
     def from_tokenizer_str(
@@ -705,16 +711,27 @@ def _load_tokenizer(text: str, name: str) -> Any:
         raise VocabError(f"{name}: the tokenizers library cannot load this file: {exc}") from exc
 
 
+def _sidecar_stamp(directory: Path) -> tuple[tuple[int, int] | None, ...]:
+    """Modification stamps of the config files whose end tokens a cached Vocab depends on."""
+    out = []
+    for name in _SIDECARS:
+        try:
+            st = (directory / name).stat()
+            out.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
 @functools.lru_cache(maxsize=16)
 def _cached_from_file(
     resolved: str,
-    mtime_ns: int,
-    file_size: int,
+    stamp: tuple,
     eos_token_ids: tuple[int, ...] | None,
     n_logits: int | None,
     display: str,
 ) -> Vocab:
-    del mtime_ns, file_size  # only part of the cache key: a changed file is read again
+    del stamp  # only part of the cache key: a changed file is read again
     path = Path(resolved)
     return Vocab.from_tokenizer_str(
         _read_text(path),

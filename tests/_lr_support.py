@@ -294,3 +294,7 @@ class Earley:
             if d == len(rhs) and o == 0 and self.rules[r].lhs == self.start:
                 out.add(self.END)
         return out
+
+
+def earley_accepts(earley: Earley, seq: list[str]) -> bool:
+    return Earley.END in earley.expected(seq)

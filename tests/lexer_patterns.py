@@ -33,7 +33,9 @@ quantifiers = st.sampled_from(["*", "+", "?", "*?", "+?", "??", "{2}", "{0,2}", 
 def _extend(children):
     return st.one_of(
         st.lists(children, min_size=2, max_size=3).map("".join),  # concatenation
-        st.lists(children, min_size=2, max_size=3).map(lambda xs: "(?:" + "|".join(xs) + ")"),
+        st.lists(children | st.just(""), min_size=2, max_size=3).map(
+            lambda xs: "(?:" + "|".join(xs) + ")"
+        ),
         st.tuples(children, quantifiers).map(lambda t: _quant(*t)),
         children.map(lambda x: f"({x})"),
         children.map(lambda x: f"(?i:{x})"),
@@ -63,7 +65,9 @@ full = st.recursive(
     st.one_of(atoms, _after_char),
     lambda ch: st.one_of(
         st.lists(ch, min_size=2, max_size=3).map("".join),
-        st.lists(ch, min_size=2, max_size=3).map(lambda xs: "(?:" + "|".join(xs) + ")"),
+        st.lists(ch | st.just(""), min_size=2, max_size=3).map(
+            lambda xs: "(?:" + "|".join(xs) + ")"
+        ),
         st.tuples(ch, quantifiers).map(lambda t: _quant(*t)),
         ch.map(lambda x: f"(?i:{x})"),
         st.tuples(st.sampled_from(["(?=", "(?!"]), plain.filter(_no_lookarounds)).map(

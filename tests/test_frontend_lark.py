@@ -121,3 +121,13 @@ def test_to_lark_accepts_the_same_strings_as_the_original(text, alphabet):
     converted = judge_ir(grammar_from_lark(text))
     for s in random_strings(alphabet, 300, 7, seed=len(text)):
         assert accepts(converted, s) == accepts(original, s), repr(s)
+
+
+def test_unknown_start_lists_the_available_rules():
+    with pytest.raises(GrammarError, match=r"unknown start rule 'nope'; available rules: a, b"):
+        grammar_from_lark('a: "x"\nb: "y"\n', start="nope")
+
+
+def test_declared_terminals_are_rejected_by_name():
+    with pytest.raises(GrammarError, match="_INDENT"):
+        grammar_from_lark('start: "a" _INDENT\n%declare _INDENT\n')

@@ -108,5 +108,5 @@ def test_shipped_grammar_examples(name):
 def test_shipped_grammar_conversion_agrees_on_near_misses(name):
     original, converted = _parsers(name)
     for i, doc in enumerate(EXAMPLES[name][0][:3]):
-        for text in mutations(doc, 8, seed=i):
+        for text in mutations(doc[:80], 6, seed=i):
             assert accepts(converted, text) == accepts(original, text), repr(text)

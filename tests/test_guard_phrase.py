@@ -384,3 +384,9 @@ def test_the_compiled_phrase_cache_is_bounded():
         PhraseGuard([f"phrase {i}"])
     entries, capacity = phrase_set.cache_info()
     assert entries == capacity
+
+
+def test_an_empty_phrase_list_releases_every_token_at_once(gpt2):
+    req = PhraseGuard([]).start(gpt2)
+    ids = gpt2.encode("test testament")
+    assert [e.released_tokens for e in push_all(req, ids)] == [[t] for t in ids]

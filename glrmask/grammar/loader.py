@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
-
 from glrmask.errors import GrammarError
 from glrmask.grammar.ebnf_frontend import grammar_from_gbnf
 from glrmask.grammar.ir import Grammar
@@ -18,7 +16,6 @@ from glrmask.grammar.regex_frontend import grammar_from_regex
 
 __all__ = ["load_grammar", "detect_format", "FORMATS"]
 
-Format = Literal["auto", "lark", "gbnf", "ebnf", "regex"]
 FORMATS: tuple[str, ...] = ("auto", "lark", "gbnf", "ebnf", "regex")
 _BY_EXTENSION = {".lark": "lark", ".gbnf": "gbnf", ".ebnf": "gbnf"}
 

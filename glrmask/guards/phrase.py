@@ -14,6 +14,10 @@ bytes are split over several tokens (byte-fallback pieces, partial UTF-8) belong
 those tokens are held until the character is complete, released together, and a match that starts
 in that character rewinds to its first byte's token.
 
+A rewind restores the journal's saved automaton state, so a partial match that crosses into text
+already released is still tracked; if it completes, the guard rewinds to the first token it still
+holds (released text is never taken back) and bans that token there.
+
 The policy is a bounded backtracking policy, not exact sampling conditioned on the absence of the
 phrases: banning the token that started a failed continuation also bans good continuations that
 start with it, at that position.
@@ -57,7 +61,7 @@ class TokenBytes(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PhraseEvent:
     """What one :meth:`PhraseRequest.push` (or ``finish``) means for the caller.
 
@@ -287,7 +291,7 @@ class PhraseRequest:
                 text = self._decoder.decode(raw)
                 buf = self._decoder.getstate()[0]
         fstart = self._fpos
-        folded = fold(text, self._fold_cs)
+        folded = text.encode() if self._fold_cs else text.casefold().encode()
         carry_fend = -1
         first_origin = pos
         if carry and text:
@@ -358,10 +362,12 @@ class PhraseRequest:
 
     def _release(self, final: bool, tail: str = "") -> PhraseEvent:
         recs = self._recs
-        if final:
+        depth = 0 if final else self._ac.depth(self._state)
+        if depth == 0 and not self._carry:
+            j = len(recs)  # nothing can continue into a phrase: release all
+        elif final:
             j = len(recs)
         else:
-            depth = self._ac.depth(self._state)
             boundary = self._token_at(self._fpos - depth) if depth else self._n_released + len(recs)
             j = boundary - self._n_released
             # Release only where no character is split: a token whose bytes are still undecoded

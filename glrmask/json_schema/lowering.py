@@ -123,14 +123,14 @@ class Lowerer:
     # ------------------------------------------------------------------ problems
 
     def problem(self, ptr: str, msg: str) -> None:
-        text = f"{ptr or '#'}: {msg}"
+        text = f"#{ptr}: {msg}"
         if self.opts.lenient:
             self.ctx.warnings.append(text + " (ignored)")
         else:
             self.ctx.problems.append(text)
 
     def warn(self, ptr: str, msg: str) -> None:
-        self.ctx.warnings.append(f"{ptr or '#'}: {msg}")
+        self.ctx.warnings.append(f"#{ptr}: {msg}")
 
     # ------------------------------------------------------------------ layout symbols
 
@@ -210,7 +210,7 @@ class Lowerer:
             else:
                 self.problem(ptr, f"$ref {ref!r} does not resolve")
                 return None
-        return node, '#' + frag if not frag.startswith('#') else frag
+        return node, frag
 
     def anchors(self) -> dict[str, Any]:
         if self._anchors is None:
@@ -250,7 +250,7 @@ class Lowerer:
     def normalize(self, schema: Any, ptr: str, depth: int = 0) -> Any:
         """Resolve top-level $ref and allOf into one dict (or bool); check keywords on the way."""
         if depth > MAX_MERGE_DEPTH:
-            raise UnsupportedSchema(f"{ptr or '#'}: $ref/allOf chain too deep (a cycle through allOf?)")
+            raise UnsupportedSchema(f"#{ptr}: $ref/allOf chain too deep (a cycle through allOf?)")
         if isinstance(schema, bool):
             return schema
         if not isinstance(schema, dict):
@@ -380,7 +380,7 @@ class Lowerer:
                 out[k] = pp
             elif k == 'anyOf':
                 if len(va) * len(vb) > MAX_DISTRIBUTION:
-                    raise GrammarTooComplex(f"{ptr or '#'}: allOf of anyOfs has more than {MAX_DISTRIBUTION} combinations")
+                    raise GrammarTooComplex(f"#{ptr}: allOf of anyOfs has more than {MAX_DISTRIBUTION} combinations")
                 out[k] = [{'allOf': [x, y]} for x in va for y in vb]
             elif k in ANNOTATIONS or k not in STRUCTURAL:
                 pass
@@ -559,7 +559,7 @@ class Lowerer:
             self.problem(_ptr_join(ptr, 'enum'), "enum must be a list")
             return []
         if len(values) > MAX_ENUM_VALUES:
-            raise GrammarTooComplex(f"{ptr or '#'}: enum with {len(values)} values (limit {MAX_ENUM_VALUES})")
+            raise GrammarTooComplex(f"#{ptr}: enum with {len(values)} values (limit {MAX_ENUM_VALUES})")
         strings: list[str] = []
         alts: list[list[str]] = []
         seen = set()
@@ -686,7 +686,7 @@ class Lowerer:
                 None if lower is None else lower[0], bool(lower and lower[1]),
                 None if upper is None else upper[0], bool(upper and upper[1]), frac_digits)
         except numbers.NumberTooComplex as e:
-            raise GrammarTooComplex(f"{ptr or '#'}: {e}") from None
+            raise GrammarTooComplex(f"#{ptr}: {e}") from None
         return None if regex is None else self.g.terminal(regex, 'NUM')
 
     # ------------------------------------------------------------------ objects
@@ -744,7 +744,7 @@ class Lowerer:
         empty_ok = not req and min_p == 0
         if self.opts.property_order == 'any':
             if len(names) > MAX_ANY_ORDER_PROPERTIES:
-                raise UnsupportedSchema(f"{ptr or '#'}: property_order='any' supports at most "
+                raise UnsupportedSchema(f"#{ptr}: property_order='any' supports at most "
                                         f"{MAX_ANY_ORDER_PROPERTIES} properties, this object has {len(names)}")
             first = self._any_order(names, req, member, extras, min_p, max_p, depth)
         else:
@@ -852,7 +852,7 @@ class Lowerer:
 
         loop_from = max(len(prefix), m)
         if M is not None and M - loop_from > MAX_ITEM_CHAIN:
-            raise GrammarTooComplex(f"{ptr or '#'}: maxItems {M} needs a chain longer than {MAX_ITEM_CHAIN}")
+            raise GrammarTooComplex(f"#{ptr}: maxItems {M} needs a chain longer than {MAX_ITEM_CHAIN}")
         comma = self.comma(depth)
         rules: dict[int, str] = {}
 

@@ -23,7 +23,7 @@ def _resolve(root: Any, s: Any, depth: int = 0) -> Any:
             else:
                 return {}
         rest = {k: v for k, v in s.items() if k != '$ref'}
-        s = {'allOf': [node, rest]} if rest else node
+        s = {'allOf': [rest, node]} if rest else node
         depth += 1
     return s
 
@@ -48,40 +48,56 @@ def _props(root: Any, s: Any, depth: int = 0) -> list[tuple[str, Any]]:
     return out
 
 
-def reorder_to_schema(inst: Any, schema: Any, root: Any = None, depth: int = 0) -> Any:
-    root = schema if root is None else root
+def _validator(root: Any) -> Any:
+    try:
+        import jsonschema
+        return jsonschema.Draft202012Validator(root)
+    except Exception:
+        return None
+
+
+def _valid_under(validator: Any, branch: Any, inst: Any) -> bool:
+    if validator is None:
+        return True
+    try:
+        return validator.evolve(schema=branch).is_valid(inst)
+    except Exception:
+        return True
+
+
+def reorder_to_schema(inst: Any, schema: Any, root: Any = None, depth: int = 0, _v: Any = None) -> Any:
+    """Copy of `inst` with object keys in schema order (declared first, others after)."""
+    if root is None:
+        root = schema
+        _v = _validator(root)
     s = _resolve(root, schema)
     if depth > 60:
         return inst
+    if isinstance(s, dict):
+        for key in ('anyOf', 'oneOf'):
+            if isinstance(s.get(key), list):
+                for b in s[key]:
+                    if _valid_under(_v, b, inst):
+                        rest = {k: v for k, v in s.items() if k not in ('anyOf', 'oneOf')}
+                        s = {'allOf': [rest, b]}
+                        break
     if isinstance(inst, dict):
-        branches = [s]
-        if isinstance(s, dict):
-            for key in ('anyOf', 'oneOf'):
-                if isinstance(s.get(key), list):
-                    branches += s[key]
-        order: list[tuple[str, Any]] = []
-        for b in branches:
-            pairs = _props(root, b)
-            if pairs and all(k in dict(pairs) for k in inst if k in dict(pairs)):
-                names = dict(pairs)
-                if any(k in names for k in inst):
-                    order = pairs
-                    break
+        order = _props(root, s)
         names = [k for k, _ in order]
         sub = dict(order)
         out = {}
         for k in names:
             if k in inst:
-                out[k] = reorder_to_schema(inst[k], sub[k], root, depth + 1)
+                out[k] = reorder_to_schema(inst[k], sub[k], root, depth + 1, _v)
         for k, v in inst.items():
             if k not in out:
                 addl = s.get('additionalProperties', {}) if isinstance(s, dict) else {}
-                out[k] = reorder_to_schema(v, addl if isinstance(addl, dict) else {}, root, depth + 1)
+                out[k] = reorder_to_schema(v, addl if isinstance(addl, dict) else {}, root, depth + 1, _v)
         return out
     if isinstance(inst, list) and isinstance(s, dict):
         items = s.get('items', {})
         prefix = s.get('prefixItems') or (items if isinstance(items, list) else [])
         rest = items if isinstance(items, dict) else {}
-        return [reorder_to_schema(x, prefix[i] if i < len(prefix) else rest, root, depth + 1)
+        return [reorder_to_schema(x, prefix[i] if i < len(prefix) else rest, root, depth + 1, _v)
                 for i, x in enumerate(inst)]
     return inst

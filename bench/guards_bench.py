@@ -1,0 +1,141 @@
+"""Per-token overhead of the streaming guards (DESIGN §9): phrase bans and no-repeat-ngram.
+
+Phrase guard: 2,048 phrases of 2–3 common words; the stream is text built from the same words, so
+phrase prefixes are held often and phrases complete (and rewind) now and then. Timed: ``push`` per
+token, and ``fill_banned`` on a full-vocabulary mask row at the position after it.
+N-gram guard: ``push`` + ``fill_banned`` per token after a history of 1k / 8k / 32k tokens drawn
+from a 500-token pool (so bans are non-empty); the cost must not grow with the history.
+
+Run: ``python bench/guards_bench.py [--tokenizer PATH] [--tokens N]``.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+from glrmask.guards import NoRepeatNGram, PhraseGuard
+from glrmask.vocab import Vocab
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_TOKENIZERS = [
+    ROOT / "tests/data/tokenizers/gpt2/tokenizer.json.gz",
+    ROOT.parent / "shared/data/tokenizers/gpt2/tokenizer.json",
+]
+
+
+def percentiles(ns: list[int]) -> str:
+    a = np.asarray(ns, dtype=np.float64) / 1000.0
+    return (
+        f"p50 {np.percentile(a, 50):6.2f} µs  p99 {np.percentile(a, 99):6.2f} µs  "
+        f"mean {a.mean():6.2f} µs  max {a.max():8.2f} µs  (n={len(a)})"
+    )
+
+
+def word_pool(vocab: Vocab, rng: random.Random, size: int) -> list[str]:
+    words = []
+    for i in range(vocab.size):
+        b = vocab.token_bytes(i)
+        if len(b) >= 4 and b[:1] == b" " and b[1:].isalpha() and b[1:].islower():
+            words.append(b.decode())
+    rng.shuffle(words)
+    return words[:size]
+
+
+def bench_phrases(vocab: Vocab, n_tokens: int, rng: random.Random) -> None:
+    words = word_pool(vocab, rng, 600)
+    phrases = sorted({"".join(rng.sample(words, rng.randint(2, 3))).strip() for _ in range(2300)})[:2048]
+    t0 = time.perf_counter()
+    guard = PhraseGuard(phrases, max_rewinds=1_000_000)
+    build_ms = (time.perf_counter() - t0) * 1e3
+    t0 = time.perf_counter()
+    PhraseGuard(list(reversed(phrases)), max_rewinds=1_000_000)
+    cached_ms = (time.perf_counter() - t0) * 1e3
+    print(f"phrase guard: {len(phrases)} phrases, "
+          f"{sum(len(p.encode()) for p in phrases)} bytes, automaton {guard._compiled.automaton.n_states} states; "
+          f"compile {build_ms:.1f} ms, cached {cached_ms:.2f} ms")
+
+    # Text: mostly phrase fragments and pool words, so holds and matches are frequent.
+    parts = []
+    while len(parts) < n_tokens:
+        if rng.random() < 0.3:
+            p = rng.choice(phrases)
+            parts.append(" " + (p if rng.random() < 0.3 else p[: rng.randint(1, len(p))]))
+        else:
+            parts.append(rng.choice(words))
+    source = vocab.encode("".join(parts))[:n_tokens]
+
+    req = guard.start(vocab)
+    row = np.full((vocab.n_logits + 31) // 32, -1, dtype=np.int32)
+    push_ns, fill_ns = [], []
+    rewinds = released = 0
+    perf = time.perf_counter_ns
+    cpu0 = time.thread_time_ns()
+    for tok in source:
+        if tok in req.banned_tokens(req.position):
+            continue
+        t0 = perf()
+        ev = req.push(tok)
+        t1 = perf()
+        req.fill_banned(row, req.position)
+        t2 = perf()
+        row.fill(-1)
+        push_ns.append(t1 - t0)
+        fill_ns.append(t2 - t1)
+        rewinds += ev.rewind > 0
+        released += len(ev.released_tokens)
+    cpu_us = (time.thread_time_ns() - cpu0) / 1000 / len(push_ns)
+    print(f"  push         {percentiles(push_ns)}")
+    print(f"  loop CPU time per token (push + fill_banned + timers, immune to other load): {cpu_us:.2f} µs")
+    print(f"  fill_banned  {percentiles(fill_ns)}")
+    print(f"  {rewinds} rewinds, {released} tokens released, {len(req.pending_tokens)} held at the end")
+
+
+def bench_ngram(vocab: Vocab, n_tokens: int, rng: random.Random, n: int = 3) -> None:
+    pool = [rng.randrange(vocab.size) for _ in range(500)]
+    row = np.full((vocab.n_logits + 31) // 32, -1, dtype=np.int32)
+    print(f"no-repeat-ngram guard (n={n}), push + fill_banned per token:")
+    for length in (1_000, 8_000, 32_000):
+        history = [rng.choice(pool) for _ in range(length)]
+        state = NoRepeatNGram(n).start(history)
+        ns = []
+        banned = 0
+        perf = time.perf_counter_ns
+        cpu0 = time.thread_time_ns()
+        for _ in range(n_tokens):
+            tok = rng.choice(pool)
+            t0 = perf()
+            state.push(tok)
+            cleared, _ = state.fill_banned(row)
+            ns.append(perf() - t0)
+            banned += cleared
+            row.fill(-1)
+        cpu_us = (time.thread_time_ns() - cpu0) / 1000 / n_tokens
+        print(f"  history {length:>6}: {percentiles(ns)}  CPU/token {cpu_us:.2f} µs  "
+              f"({banned / n_tokens:.2f} bans/token)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tokenizer", type=Path, default=None)
+    ap.add_argument("--tokens", type=int, default=20_000)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    path = args.tokenizer or next((p for p in DEFAULT_TOKENIZERS if p.is_file()), None)
+    if path is None:
+        raise SystemExit("no tokenizer found; pass --tokenizer PATH")
+    vocab = Vocab.from_tokenizer_json(path)
+    print(f"vocab: {vocab}")
+    rng = random.Random(args.seed)
+    bench_phrases(vocab, args.tokens, rng)
+    bench_ngram(vocab, args.tokens, rng)
+
+
+if __name__ == "__main__":
+    main()

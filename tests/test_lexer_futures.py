@@ -1,0 +1,114 @@
+"""``futures`` and ``cond_satisfiable`` are exact: checked against ``re`` by bounded search."""
+from __future__ import annotations
+
+import itertools
+import re
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lexer_patterns import ALPHABET, full, plain, texts  # noqa: E402
+
+from glrmask.errors import RegexError  # noqa: E402
+from glrmask.lexer import Lexer  # noqa: E402
+
+SEARCH_CHARS = ALPHABET + ["d", "x", "9", "Z", "-", "\\"]
+
+
+def _compile(pattern: str):
+    for p in (pattern, f"(?:{pattern})a"):
+        try:
+            return p, Lexer([("T", p)])
+        except RegexError:
+            continue
+    assume(False)
+
+
+def _re_extends(pattern: str, prefix: str, depth: int) -> str | None:
+    """A suffix (up to ``depth`` chars) after which re.match ends beyond ``prefix``."""
+    for n in range(1, depth + 1):
+        for tail in itertools.product(SEARCH_CHARS, repeat=n):
+            s = "".join(tail)
+            m = re.match(pattern, prefix + s)
+            if m and m.end() > len(prefix):
+                return s
+    return None
+
+
+def _lexer_witness(lx: Lexer, state: int, depth: int) -> str | None:
+    """Search over characters for an event whose condition some short suffix (or the end of the
+    document) makes TRUE; returns the whole continuation (event bytes + condition suffix)."""
+    frontier = [(state, "")]
+    for _ in range(depth):
+        nxt = []
+        for st_, w in frontier:
+            for ch in SEARCH_CHARS:
+                s2, events = lx.scan(st_, ch.encode())
+                for _, _, c in events:
+                    sfx = _cond_witness(lx, c, depth)
+                    if sfx is not None:
+                        return w + ch + sfx
+                if s2 >= 0:
+                    nxt.append((s2, w + ch))
+        frontier = nxt
+    return None
+
+
+def _cond_witness(lx: Lexer, c: int, depth: int) -> str | None:
+    frontier = [(c, "")]
+    for _ in range(depth + 1):
+        nxt = []
+        for cc, w in frontier:
+            if cc == lx.TRUE or (cc != lx.FALSE and lx.cond_at_end(cc)):
+                return w
+            if cc == lx.FALSE:
+                continue
+            for ch in SEARCH_CHARS:
+                d = cc
+                for b in ch.encode():
+                    d = lx.cond_step(d, b)
+                nxt.append((d, w + ch))
+        frontier = nxt
+    return None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(plain, full), texts)
+def test_futures_matches_bounded_search_with_re(pattern, prefix):
+    pattern, lx = _compile(pattern)
+    state, _ = lx.scan(lx.initial, prefix.encode())
+    assume(state >= 0)
+    in_futures = 0 in lx.futures(state)
+    brute = _re_extends(pattern, prefix, 2)
+    if brute is not None:
+        assert in_futures, f"re extends the match with {brute!r} but futures says no"
+    if in_futures and brute is None:
+        witness = _lexer_witness(lx, state, 3)
+        if witness is not None:  # verified independently
+            m = re.match(pattern, prefix + witness)
+            assert m and m.end() > len(prefix), witness
+
+
+def test_satisfiable_condition_for_pending_lookahead():
+    lx = Lexer([("T", r"a(?=bc)")])
+    _, events = lx.scan(lx.initial, b"a")
+    ((_, _, c),) = events
+    assert lx.cond_satisfiable(c)
+    assert not lx.cond_satisfiable(lx.cond_step(c, ord("x")))
+    assert not lx.cond_at_end(c)
+
+
+def test_condition_satisfiable_only_at_end_of_document():
+    lx = Lexer([("T", r"a(?![\s\S])")])
+    _, events = lx.scan(lx.initial, b"a")
+    ((_, _, c),) = events
+    assert lx.cond_satisfiable(c) and lx.cond_at_end(c)
+    assert lx.cond_step(c, ord("x")) == lx.FALSE
+
+
+def test_futures_empty_once_match_cannot_grow():
+    lx = Lexer([("T", r"ab?")])
+    s, _ = lx.scan(lx.initial, b"ab")
+    assert s == lx.DEAD and lx.futures(s) == frozenset()

@@ -1,0 +1,108 @@
+"""Random patterns of the supported subset against Python's `re` (the ground truth, DESIGN §2).
+
+For every pattern and text, the match end the lexer settles must equal ``re.match``'s — at the end
+of the document, and when more text follows (fed in random chunks; every decision taken before
+the end must already be the final one)."""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lexer_patterns import ALPHABET, full, plain, texts  # noqa: E402
+
+from glrmask.errors import RegexError  # noqa: E402
+from glrmask.lexer import Lexer, Settler  # noqa: E402
+
+EXAMPLES = int(os.environ.get("GLRMASK_LEXER_EXAMPLES", "300"))
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def re_end(pattern: str, text: str) -> int | None:
+    m = re.match(pattern, text)
+    return None if m is None else len(text[: m.end()].encode())
+
+
+def build(pattern: str) -> tuple[str, Lexer]:
+    """Compile, making a pattern that can match the empty string non-nullable first."""
+    try:
+        return pattern, Lexer([("T", pattern)])
+    except RegexError as e:
+        if "empty string" not in str(e):
+            assume(False)  # e.g. a lookbehind that is legitimately rejected
+    pattern = f"(?:{pattern})a"
+    try:
+        return pattern, Lexer([("T", pattern)])
+    except RegexError:
+        assume(False)
+        raise
+
+
+def check_text(lx: Lexer, pattern: str, text: str, rnd) -> None:
+    s = Settler(lx, 0)
+    s.feed(text.encode())
+    assert s.finish().end == re_end(pattern, text)
+
+
+def check_continued(lx: Lexer, pattern: str, prefix: str, more: str, rnd) -> None:
+    whole = prefix + more
+    expected = re_end(pattern, whole)
+    data = whole.encode()
+    s = Settler(lx, 0)
+    i = 0
+    while i < len(data):
+        j = i + rnd.randint(1, 5)
+        s.feed(data[i:j])
+        i = j
+        out = s.outcome()
+        if out.decided:
+            assert out.end == expected, f"decided {out.end} after {i} bytes, re says {expected}"
+    assert s.finish().end == expected
+
+
+@SETTINGS
+@given(plain, texts, texts, st.randoms(use_true_random=False))
+def test_lookahead_patterns_match_like_re(pattern, prefix, more, rnd):
+    pattern, lx = build(pattern)
+    check_text(lx, pattern, prefix, rnd)
+    check_continued(lx, pattern, prefix, more, rnd)
+
+
+@SETTINGS
+@given(full, texts, texts, st.randoms(use_true_random=False))
+def test_lookbehind_and_boundary_patterns_match_like_re(pattern, prefix, more, rnd):
+    pattern, lx = build(pattern)
+    check_text(lx, pattern, prefix, rnd)
+    check_continued(lx, pattern, prefix, more, rnd)
+
+
+def _strings_from(pattern: str, rnd, n: int) -> list[str]:
+    """Texts likely to match: random walks over the pattern's own characters."""
+    chars = [c for c in ALPHABET if c in pattern] or ALPHABET
+    return ["".join(rnd.choice(chars + ALPHABET[:3]) for _ in range(rnd.randint(0, 10)))
+            for _ in range(n)]
+
+
+@SETTINGS
+@given(full, st.randoms(use_true_random=False))
+def test_texts_built_from_the_pattern_match_like_re(pattern, rnd):
+    pattern, lx = build(pattern)
+    for text in _strings_from(pattern, rnd, 8):
+        check_text(lx, pattern, text, rnd)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(plain, min_size=2, max_size=3), texts, st.randoms(use_true_random=False))
+def test_joint_lexer_matches_each_terminal_independently(patterns, text, rnd):
+    fixed = []
+    for p in patterns:
+        fixed.append(build(p)[0])
+    lx = Lexer([(f"T{i}", p) for i, p in enumerate(fixed)])
+    for t, p in enumerate(fixed):
+        s = Settler(lx, t)
+        s.feed(text.encode())
+        assert s.finish().end == re_end(p, text)
