@@ -7,7 +7,7 @@
     state.commit(token_id)
 """
 from . import guards
-from .api import Mask, State, compile, compile_grammar
+from .api import Mask, State, compile, compile_grammar, compile_json_schema
 from .errors import (
     ArtifactError,
     GlrmaskError,
@@ -35,6 +35,7 @@ __all__ = [
     "__version__",
     "compile",
     "compile_grammar",
+    "compile_json_schema",
     "guards",
     "load_grammar",
 ]

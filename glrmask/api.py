@@ -245,9 +245,36 @@ def compile(
     return Mask(grammar, vocab, mode=mode)
 
 
+def compile_json_schema(
+    schema,
+    vocab: Vocab,
+    *,
+    whitespace: str = "flexible",
+    max_whitespace: Optional[int] = None,
+    indent: Optional[int] = None,
+    property_order: str = "schema",
+    lenient: bool = False,
+    mode: str = "dynamic",
+) -> Mask:
+    """Compile a JSON Schema (dict, JSON text, or a path) by lowering it to a Lark grammar
+    (:func:`glrmask.json_schema.json_schema_to_grammar` shows that grammar). Warnings of the
+    lowering (ignored keywords in ``lenient`` mode) are appended to ``mask.warnings``."""
+    from .grammar.lark_frontend import grammar_from_lark
+    from .json_schema import DEFAULT_MAX_WHITESPACE, lower_json_schema
+
+    text, warnings = lower_json_schema(
+        schema, whitespace=whitespace,
+        max_whitespace=DEFAULT_MAX_WHITESPACE if max_whitespace is None else max_whitespace,
+        indent=indent, property_order=property_order, lenient=lenient,
+    )
+    grammar = grammar_from_lark(text, source_name="<json-schema>")
+    grammar.warnings.extend(warnings)
+    return Mask(grammar, vocab, mode=mode)
+
+
 def compile_grammar(grammar: Grammar, vocab: Vocab, *, mode: str = "dynamic") -> Mask:
     """Compile an already-built grammar IR (front-ends that produce IR directly)."""
     return Mask(grammar, vocab, mode=mode)
 
 
-__all__ = ["Mask", "State", "compile", "compile_grammar"]
+__all__ = ["Mask", "State", "compile", "compile_grammar", "compile_json_schema"]

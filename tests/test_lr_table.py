@@ -151,3 +151,12 @@ def test_c_sized_grammar_builds():
 def test_c_sized_grammar_builds_as_lalr_too():
     t = LRTable.build(normalize(bnf_file("c_subset.bnf")), max_states=100)
     assert t.method == "lalr1" and t.n_states < 1000
+
+
+def test_ignored_terminals_are_listed_and_have_no_actions():
+    g = bnf("s: A s | B", terminals=("WS",))
+    g.ignore = ("WS",)
+    t = LRTable.build(normalize(g))
+    ws = t.terminal_index["WS"]
+    assert t.ignored_terminals == frozenset({ws})
+    assert not any(t.action(s, ws) for s in range(t.n_states))

@@ -169,3 +169,10 @@ def test_check_normalized_rejects_epsilon_start_used_on_a_right_hand_side():
 
 def test_normal_form_violation_is_a_glrmask_error():
     assert issubclass(NormalFormViolation, GlrmaskError)
+
+
+def test_right_recursion_budget_names_its_step():
+    # five right-recursive alternatives through a hub: breaking them needs more than 8 rules
+    text = "s: A s | B s | C s | D s | E s | F"
+    with pytest.raises(GrammarTooComplex, match="right-recursion elimination"):
+        normalize(bnf(text), max_rules=8)

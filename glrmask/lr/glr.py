@@ -99,7 +99,9 @@ class GLR:
 
     def feed(self, frontier: frozenset, term_id: int) -> frozenset:
         """All stacks after shifting ``term_id``, exploring every reduce/shift alternative; the
-        empty frontier if no stack can shift it. Shifting ``$END`` leads to the final state."""
+        empty frontier if no stack can shift it. Shifting ``$END`` leads to the final state
+        (``table.final_state``), from which nothing can be shifted. Ignored terminals have no
+        actions, so feeding one rejects: skipping them is the caller's job."""
         key = (frontier, term_id)
         hit = self._feed_memo.get(key)
         if hit is not None:
@@ -152,8 +154,7 @@ class GLR:
         if hit is not None:
             return hit
         rows = self._rows
-        # a terminal needs a non-empty action on some top; reductions only ever move to stacks
-        # whose shift/reduce on the same terminal was enabled, so this prefilter is exact-safe
+        # a terminal with no action on any top can neither reduce nor shift: skip it
         candidates: set[int] = set()
         for node in frontier:
             for t, a in enumerate(rows[node.state]):

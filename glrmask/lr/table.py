@@ -69,7 +69,7 @@ def _bits(mask: int) -> Iterable[int]:
         mask ^= low
 
 
-@dataclass
+@dataclass(eq=False)
 class LRTable:
     """An LR(1) automaton with all conflicting actions kept.
 
@@ -81,6 +81,10 @@ class LRTable:
     ``goto_table[state, nonterminal]`` (target or -1) and the reduce lists in CSR form:
     rules of cell ``(s, t)`` are ``reduce_rules[reduce_offsets[k]:reduce_offsets[k + 1]]`` with
     ``k = s * n_terminals + t``.
+
+    ``ignored_terminals`` are the ids of the grammar's ``%ignore`` terminals: they have no actions
+    (the runtime skips them; their stack effect is the identity). ``notes`` records decisions such
+    as the LALR(1) fallback; ``method`` is ``"lr1"`` or ``"lalr1"``.
     """
 
     terminals: list[str]
@@ -97,6 +101,7 @@ class LRTable:
     reduce_offsets: np.ndarray
     reduce_rules: np.ndarray
     rows: list[list[Action]] = field(repr=False)
+    ignored_terminals: frozenset[int] = frozenset()
     notes: list[str] = field(default_factory=list)
     method: str = "lr1"
 
@@ -475,6 +480,8 @@ def _assemble(b: _Builder, trans, reduces, start, final, notes, method) -> LRTab
         reduce_offsets=offsets,
         reduce_rules=np.asarray(flat, dtype=np.int32),
         rows=rows,
+        ignored_terminals=frozenset(b.terminal_index[t] for t in b.grammar.ignore
+                                    if t in b.terminal_index),
         notes=notes,
         method=method,
     )
