@@ -79,3 +79,25 @@ full = st.recursive(
 """Patterns that may also contain lookbehinds and \\b/\\B after a consumed character."""
 
 texts = st.lists(st.sampled_from(ALPHABET), max_size=8).map("".join)
+
+
+class ReTooSlow(Exception):
+    """Python's backtracking `re` itself blew up on a generated pattern (nested nullable repeats
+    backtrack exponentially); such examples are discarded, not failed."""
+
+
+def re_end(pattern: str, text: str, limit_s: float = 0.5) -> int | None:
+    """Byte length of ``re.match(pattern, text)`` (None if no match), under a time limit."""
+    import signal
+
+    def _alarm(*_):
+        raise ReTooSlow(pattern)
+
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, limit_s)
+    try:
+        m = re.match(pattern, text)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    return None if m is None else len(text[: m.end()].encode())

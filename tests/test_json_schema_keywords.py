@@ -336,3 +336,20 @@ def test_schema_from_json_text_path_and_str_path(tmp_path):
 def test_bad_schema_string_is_a_clear_error():
     with pytest.raises(UnsupportedSchema, match="neither JSON nor an existing file"):
         json_schema_to_grammar("/no/such/file.json")
+
+
+def test_support_matrix_doc_is_current():
+    from glrmask.json_schema.support import render_markdown
+    doc = Path(__file__).resolve().parents[1] / "docs" / "json_schema_support.md"
+    assert doc.read_text(encoding="utf-8") == render_markdown()
+
+
+def test_all_of_pattern_properties_meet_other_branch_additional_properties():
+    s = {"allOf": [{"type": "object", "patternProperties": {"^x": {"type": "integer"}}},
+                   {"properties": {"xa": {}}, "additionalProperties": {"minimum": 5}}]}
+    check(s, [{"xa": 1}, {"xb": 7}, {}], [{"xb": 1}, {"xb": "s"}])
+
+
+def test_empty_pattern_matches_every_string():
+    check({"type": "string", "pattern": ""}, ["", "abc"])
+    check({"type": "object", "patternProperties": {"": {"type": "integer"}}}, [{"a": 1}], [{"a": "s"}])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import lark
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from json_schema_helpers import accepts, parser_for, valid  # noqa: E402
@@ -108,6 +108,9 @@ instances = st.fixed_dictionaries(
 @settings(max_examples=150, deadline=None)
 @given(instances, st.booleans())
 def test_accepts_iff_jsonschema_valid(inst, ascii_):
+    # Python's jsonschema runs `pattern` with `re.search`, where `$` also matches before a final
+    # newline; ECMA-262 (which the grammar follows) does not. Leave that one disagreement out.
+    assume(not inst.get("s", "").endswith("\n"))
     ordered = {k: inst[k] for k in ("n", "s", "l") if k in inst}
     assert accepts(_parser(), json.dumps(ordered, ensure_ascii=ascii_)) == valid(SIMPLE, ordered)
 

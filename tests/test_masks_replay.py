@@ -11,6 +11,7 @@ import pytest
 
 import glrmask
 from conftest import DATA, byte_vocab
+from test_grammars_shipped import EXAMPLES as SHIPPED_EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [json.loads(line) for line in (DATA / "json_documents.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -92,15 +93,24 @@ def test_json_accepts_what_json_module_accepts_bytewise():
         assert state.is_accepting(), text
 
 
-@pytest.mark.parametrize("grammar,inputs", [
-    ("arithmetic.lark", None), ("csv.lark", None), ("sql.lark", None), ("tinylang.lark", None),
-])
-def test_shipped_grammar_inputs_replay_with_gpt2(grammar, inputs, gpt2):
-    examples = sorted((ROOT / "tests" / "data" / "grammars").glob(f"{Path(grammar).stem}*/inputs/*"))
-    examples += sorted((ROOT / "grammars" / "examples").glob(f"{Path(grammar).stem}*"))
-    if not examples:
-        pytest.skip(f"no example inputs for {grammar}")
-    mask = glrmask.compile(ROOT / "grammars" / grammar, gpt2)
-    rng = random.Random(grammar)
-    for path in examples:
-        assert replay(mask, gpt2, path.read_text(encoding="utf-8"), rng).is_accepting(), path
+@pytest.mark.parametrize("name", sorted(SHIPPED_EXAMPLES))
+def test_shipped_grammar_examples_replay_with_gpt2(name, gpt2):
+    """Texts lark accepts replay to an accepting state; texts it rejects never do."""
+    accepted, rejected = SHIPPED_EXAMPLES[name]
+    mask = glrmask.compile(ROOT / "grammars" / f"{name}.lark", gpt2)
+    rng = random.Random(name)
+    for text in accepted:
+        assert replay(mask, gpt2, text, rng).is_accepting(), text
+    for text in rejected:
+        state = mask.start()
+        ok = all(state.commit(t) for t in gpt2.encode(text))
+        assert not (ok and state.is_accepting()), text
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (DATA / "grammars").iterdir() if p.is_dir()))
+def test_corpus_grammar_inputs_replay_with_gpt2(name, gpt2):
+    folder = DATA / "grammars" / name
+    mask = glrmask.compile(folder / "grammar.lark", gpt2)
+    rng = random.Random(name)
+    for path in sorted((folder / "inputs").iterdir()):
+        assert replay(mask, gpt2, path.read_text(encoding="utf-8"), rng, check_every=13).is_accepting(), path

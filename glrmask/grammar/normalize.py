@@ -14,9 +14,12 @@ Steps, repeated until nothing changes (each under the ``max_rules`` budget):
    nullable symbols are expanded directly (≤ 2^3 variants); longer ones are split into a balanced
    tree of fresh "non-empty span" nonterminals (3 rules per tree node), so the size stays linear;
 3. unit cycles (``A -> B``, ``B -> A`` …) are collapsed onto one representative; ``A -> A`` dropped;
-4. right recursion is broken, direct (``A -> α A | β`` ⇒ ``A -> N β | β``, ``N -> α | N α``) and
-   indirect (within each strongly connected component of the right-end graph, in a fixed order,
-   the right-end occurrence of an earlier member is inlined before the direct step);
+4. right recursion is broken per strongly connected component C of the right-end graph. Usually
+   by *hubs*: a few members meeting every cycle are kept, the others are inlined at right ends,
+   earlier hubs are inlined into later ones, and each hub's direct recursion becomes left recursion
+   (``A -> α A | β`` ⇒ ``A -> N β | β``, ``N -> α | N α``). On dense components that can blow up,
+   so it is capped at the size of the *right-corner* construction (O(|C| · rules + |C|²), see
+   ``_break_by_right_corners``), which is used instead when the cap is hit;
 5. duplicate rules are removed.
 
 The empty string: if ``ε ∈ L(G)`` the result has a fresh start symbol ``S0`` with exactly the rules
@@ -285,20 +288,6 @@ class _Normalizer:
             ]
         return [r for r in _dedupe(rules) if r.rhs != (r.lhs,)]
 
-    def _inline_right_end(self, by_lhs: dict[str, list[Rule]], y: str, x: str, total: int) -> int:
-        """Replace every rule ``y -> γ x`` by ``y -> γ δ`` for each rule ``x -> δ``."""
-        new: list[Rule] = []
-        for r in by_lhs[y]:
-            if r.rhs[-1] == x:
-                new.extend(Rule(y, r.rhs[:-1] + d.rhs) for d in by_lhs[x])
-            else:
-                new.append(r)
-        new = _dedupe([r for r in new if r.rhs != (y,)])
-        total += len(new) - len(by_lhs[y])
-        self.budget(total, "right-recursion elimination")
-        by_lhs[y] = new
-        return total
-
     # -- 4. right recursion ------------------------------------------------------------------------
     def break_right_recursion(self, rules: list[Rule], start: str) -> list[Rule]:
         terms = self.terms
@@ -309,10 +298,36 @@ class _Normalizer:
             return rules
         by_lhs = _by_lhs(rules)
         order = {a: i for i, a in enumerate(nodes)}
-        total = len(rules)
         for comp in comps:
             members = sorted(comp, key=order.__getitem__)
-            hubs = _feedback_vertices(members, graph)
+            part = {a: list(by_lhs[a]) for a in members}
+            comp_rules = sum(len(v) for v in part.values())
+            # the right-corner construction is O(|C| · rules); the hub construction is usually far
+            # smaller (one hub: statements, unary operators) but can blow up on dense components,
+            # so it runs capped at the corner construction's size and loses if it exceeds that
+            corner_size = len(members) * (2 * comp_rules + len(members))
+            result = self._break_by_hubs(part, members, graph, cap=corner_size)
+            if result is None:
+                result = self._break_by_right_corners(part, members)
+            total = len(rules) - comp_rules + sum(len(v) for v in result.values())
+            self.budget(total, "right-recursion elimination")
+            for a in members:
+                del by_lhs[a]
+            by_lhs.update(result)
+        out: list[Rule] = []
+        for rs in by_lhs.values():
+            out.extend(rs)
+        return out
+
+    def _break_by_hubs(
+        self, part: dict[str, list[Rule]], members: list[str], graph, cap: int
+    ) -> dict[str, list[Rule]] | None:
+        """Hub construction on one component (``part``: its members' rules). Returns the new rules
+        (members and fresh symbols), or None as soon as they would exceed ``cap`` rules."""
+        by_lhs = {a: list(rs) for a, rs in part.items()}
+        total = sum(len(v) for v in by_lhs.values())
+        hubs = _feedback_vertices(members, graph)
+        try:
             # (a) inline every non-hub member at the right ends of the component's rules; a
             #     non-hub lies on no cycle avoiding the hubs, so afterwards it is a sink
             #     (members eliminated earlier are sinks already and are left alone)
@@ -323,7 +338,7 @@ class _Normalizer:
                 for y in members:
                     if y == x or y in eliminated or not any(r.rhs[-1] == x for r in by_lhs[y]):
                         continue
-                    total = self._inline_right_end(by_lhs, y, x, total)
+                    total = _inline_right_end(by_lhs, y, x, total, cap)
                 eliminated.add(x)
             # (b) among the hubs, inline earlier hubs into later ones (Paull, mirrored), then
             #     turn each hub's direct right recursion into left recursion
@@ -331,7 +346,7 @@ class _Normalizer:
             for i, a in enumerate(ordered):
                 for b in ordered[:i]:
                     if any(r.rhs[-1] == b for r in by_lhs[a]):
-                        total = self._inline_right_end(by_lhs, a, b, total)
+                        total = _inline_right_end(by_lhs, a, b, total, cap)
                 rec = [r for r in by_lhs[a] if r.rhs[-1] == a]
                 if not rec:
                     continue
@@ -341,13 +356,92 @@ class _Normalizer:
                 new = list(base) + [Rule(a, (n,) + r.rhs) for r in base]
                 nrules = [Rule(n, al) for al in alphas] + [Rule(n, (n,) + al) for al in alphas]
                 total += len(new) + len(nrules) - len(by_lhs[a])
-                self.budget(total, "right-recursion elimination")
+                if total > cap:
+                    return None
                 by_lhs[a] = new
                 by_lhs[n] = nrules
-        out: list[Rule] = []
-        for rs in by_lhs.values():
-            out.extend(rs)
-        return out
+        except _OverCap:
+            return None
+        return by_lhs
+
+    def _break_by_right_corners(
+        self, part: dict[str, list[Rule]], members: list[str]
+    ) -> dict[str, list[Rule]]:
+        """Right-corner construction on one component C, size O(|C| · rules + |C|²).
+
+        A right-spine derivation ``A ⇒ γ1 B1 ⇒ γ1 γ2 B2 ⇒ … ⇒ γ1…γk β`` uses internal rules
+        ``X -> γ B`` (B ∈ C) and ends with an exit rule ``B -> β`` (β's last symbol ∉ C). With
+        ``Q(A,B)`` deriving the non-empty spine strings ``γ1…γk`` from A to B:
+        ``A -> Q(A,B) β`` and, when A reaches B by unit rules alone, ``A -> β``;
+        ``Q(A,B) -> Q(A,X) γ`` for each internal ``X -> γ B`` and ``Q(A,B) -> γ`` when γ ≠ ε and
+        A reaches X by unit rules. Q's are left-recursive and never at a right end except in unit
+        rules following the (acyclic) unit edges, so the component's cycles are gone."""
+        cset = set(members)
+        internal: list[tuple[str, tuple[str, ...], str]] = []
+        exits: dict[str, list[tuple[str, ...]]] = {a: [] for a in members}
+        unit: dict[str, set[str]] = {a: set() for a in members}
+        for a in members:
+            for r in part[a]:
+                if r.rhs[-1] in cset:
+                    internal.append((a, r.rhs[:-1], r.rhs[-1]))
+                    if len(r.rhs) == 1:
+                        unit[a].add(r.rhs[0])
+                else:
+                    exits[a].append(r.rhs)
+        out: dict[str, list[Rule]] = {}
+        exit_sym: dict[str, tuple[str, ...]] = {}
+        for b in members:
+            if len(exits[b]) == 1:
+                exit_sym[b] = exits[b][0]
+            elif exits[b]:
+                e = self.fresh(b, "exit")
+                out[e] = [Rule(e, beta) for beta in exits[b]]
+                exit_sym[b] = (e,)
+        for a in members:
+            by_unit = {a}
+            work = [a]
+            while work:
+                x = work.pop()
+                for y in unit[x]:
+                    if y not in by_unit:
+                        by_unit.add(y)
+                        work.append(y)
+            q = {b: self.fresh(f"{a}_{b}", "rc") for b in members}
+            rules_a: list[Rule] = []
+            for b in members:
+                if b not in exit_sym:
+                    continue
+                rules_a.append(Rule(a, (q[b],) + exit_sym[b]))
+                if b in by_unit:
+                    rules_a.extend(Rule(a, beta) for beta in exits[b])
+            out[a] = rules_a
+            for b in members:
+                out[q[b]] = []
+            for x, gamma, b in internal:
+                out[q[b]].append(Rule(q[b], (q[x],) + gamma))
+                if gamma and x in by_unit:
+                    out[q[b]].append(Rule(q[b], gamma))
+        return {k: _dedupe(v) for k, v in out.items()}
+
+
+class _OverCap(Exception):
+    """The hub construction exceeded its cap (the right-corner construction is used instead)."""
+
+
+def _inline_right_end(by_lhs: dict[str, list[Rule]], y: str, x: str, total: int, cap: int) -> int:
+    """Replace every rule ``y -> γ x`` by ``y -> γ δ`` for each rule ``x -> δ``."""
+    new: list[Rule] = []
+    for r in by_lhs[y]:
+        if r.rhs[-1] == x:
+            new.extend(Rule(y, r.rhs[:-1] + d.rhs) for d in by_lhs[x])
+        else:
+            new.append(r)
+        if total + len(new) - len(by_lhs[y]) > cap:
+            raise _OverCap
+    new = _dedupe([r for r in new if r.rhs != (y,)])
+    total += len(new) - len(by_lhs[y])
+    by_lhs[y] = new
+    return total
 
 
 def _feedback_vertices(members: list[str], graph: dict[str, set[str]]) -> set[str]:

@@ -321,6 +321,8 @@ def _strip_start(node: Node) -> tuple[Node | None, bool]:
     if isinstance(node, Anchor) and node.kind == '^':
         return None, True
     if isinstance(node, Seq):
+        if not node.items:
+            return node, False
         head, anchored = _strip_start(node.items[0])
         if not anchored:
             return node, False

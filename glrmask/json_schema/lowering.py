@@ -12,9 +12,9 @@ never adjacent, so each gap holds exactly 0..k whitespace characters.
 """
 from __future__ import annotations
 
-import copy
 import json
 import math
+import re
 import urllib.parse
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -374,16 +374,13 @@ class Lowerer:
                     merged[pk] = {'allOf': [self._prop_schema(a, pk), self._prop_schema(b, pk)]}
                 out[k] = merged
             elif k == 'patternProperties':
-                pp = dict(va)
-                for pk, pv in vb.items():
-                    pp[pk] = {'allOf': [pp[pk], pv]} if pk in pp else pv
-                out[k] = pp
+                pass  # merged below, together with additionalProperties
             elif k == 'anyOf':
                 if len(va) * len(vb) > MAX_DISTRIBUTION:
                     raise GrammarTooComplex(f"#{ptr}: allOf of anyOfs has more than {MAX_DISTRIBUTION} combinations")
                 out[k] = [{'allOf': [x, y]} for x in va for y in vb]
-            elif k in ANNOTATIONS or k not in STRUCTURAL:
-                pass
+            elif k in ANNOTATIONS or k not in STRUCTURAL or k in UNSUPPORTED:
+                pass  # annotations, unknown keywords; unsupported ones were reported already
             elif _canon(va) != _canon(vb):
                 self.problem(ptr, f"cannot merge differing {k!r} under allOf")
         # properties present on one side only meet the other side's additional/pattern schema
@@ -391,10 +388,18 @@ class Lowerer:
             if 'properties' in side and 'properties' not in other and _restricts_extras(other):
                 out['properties'] = {pk: {'allOf': [self._prop_schema(a, pk), self._prop_schema(b, pk)]}
                                      for pk in side['properties']}
-        pa, pb = a.get('patternProperties'), b.get('patternProperties')
-        if (pa and b.get('additionalProperties', True) is not True) or \
-                (pb and a.get('additionalProperties', True) is not True):
-            self.problem(ptr, "allOf merging patternProperties with another branch's additionalProperties")
+        # an undeclared key matching one side's pattern meets the other side's additionalProperties
+        pa, pb = a.get('patternProperties') or {}, b.get('patternProperties') or {}
+        if pa or pb:
+            pp: dict[str, Any] = {}
+            for mine, other in ((pa, b), (pb, a)):
+                for pk, pv in mine.items():
+                    extra = other.get('additionalProperties', True)
+                    if pk in (other.get('patternProperties') or {}):
+                        extra = other['patternProperties'][pk]
+                    v = pv if extra is True else {'allOf': [pv, extra]}
+                    pp[pk] = v if pk not in pp else {'allOf': [pp[pk], v]}
+            out['patternProperties'] = pp
         self.keep.append(out)
         self.ptrs[id(out)] = ptr
         return out
@@ -405,7 +410,6 @@ class Lowerer:
             return props[key]
         for pat, sub in (s.get('patternProperties') or {}).items():
             try:
-                import re
                 if re.search(pat, key):
                     return sub
             except Exception:
@@ -686,6 +690,10 @@ class Lowerer:
                 None if lower is None else lower[0], bool(lower and lower[1]),
                 None if upper is None else upper[0], bool(upper and upper[1]), frac_digits)
         except numbers.NumberTooComplex as e:
+            if mult is not None and 'multipleOf' in str(e):
+                # not a budget question: the constraint is outside what we spell as a regex
+                self.problem(_ptr_join(ptr, 'multipleOf'), str(e))
+                return self.number_terminal({k: v for k, v in s.items() if k != 'multipleOf'}, ptr, integer)
             raise GrammarTooComplex(f"#{ptr}: {e}") from None
         return None if regex is None else self.g.terminal(regex, 'NUM')
 
@@ -979,11 +987,16 @@ def _int_hi(d: Decimal, strict: bool) -> int:
 
 def lower(schema: Any, opts: Options) -> tuple[str, list[str]]:
     """Lower a loaded schema to (Lark grammar text, warnings); raise on unsupported keywords."""
+    import sys
     low = Lowerer(schema, opts)
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 12_000))  # item/property chains recurse once per element
     try:
         top = low.lower(schema, '', 0)
     except RecursionError:
         raise GrammarTooComplex("JSON Schema lowering: schema nesting too deep") from None
+    finally:
+        sys.setrecursionlimit(old_limit)
     if low.ctx.problems:
         raise UnsupportedSchema("unsupported JSON Schema features:\n  " + "\n  ".join(low.ctx.problems))
     low.g.rules['start'] = [[top]]

@@ -5,8 +5,8 @@ the bytes read since the lexeme start. Its lane is an ordered list of entries (h
 first), all started at the lexeme start:
 
 * THREAD ``(pc, conds)``: an NFA position plus the lookahead conditions its path passed through
-  (``conds`` is an interned set of *atoms*; an atom is a lookahead body's state set, stepped in
-  lockstep with the input, with its polarity);
+  (``conds`` is an interned set of *atoms*; an atom is a lookahead instance started at some
+  position, stepped in lockstep with the input, with its polarity — see below);
 * BLOCKER ``(-1, conds)``: a candidate match end already reported whose lookaheads are pending;
   lower-priority entries survive it because ``re`` falls back to them if a lookahead fails.
 
@@ -15,6 +15,16 @@ When a thread's closure reaches ACCEPT after byte *i*, the terminal reports an *
 bytes after *i*. ``cond`` = "every entry ahead of the candidate fails, and the candidate's own
 lookaheads pass" — an interned finite-state object stepped with :meth:`Lexer.cond_step`. An
 unconditional candidate cuts every entry behind it; a conditional one stays as a BLOCKER.
+
+An atom's state is the set of its body's paths still open: ``(pc, conds)`` threads and
+``(-1, conds)`` body matches whose own nested lookaheads are pending (bodies may nest lookaheads,
+so ``conds`` recurse; the depth is bounded by the pattern's nesting). The body is matched like
+``re`` matches an assertion: it holds iff *some* path reaches the body's end with all of its own
+conditions passing, so the set is unordered and a path needing a superset of another's conditions
+at the same place is dropped. A positive atom is TRUE once a body match has no pending
+conditions left and FALSE once no path is open; a negative one the reverse. When the body holds
+lookbehinds or ``\b``, the atom carries its own copy of the terminal's lookbehind trackers
+(they are a function of the bytes since the lexeme start, which the atom keeps reading).
 
 Everything is interned lazily (structural key -> int id) and transitions are memoized, so scanning
 familiar bytes is a chain of dict lookups; the sizes are bounded by ``max_states``.
@@ -36,6 +46,7 @@ from .program import (
     REP_CHECK,
     REP_ENTER,
     SPLIT,
+    SUBACCEPT,
     Program,
     TerminalProgram,
 )
@@ -75,11 +86,13 @@ class Lexer:
         self.terms: list[TerminalProgram] = [
             self.prog.add_terminal(name, pattern) for name, pattern in terminals
         ]
-        # atoms: (positive, body state set) ; condsets: frozensets of atom ids
-        self._atoms: list[tuple[bool, frozenset[int]]] = []
-        self._atom_ids: dict[tuple[bool, frozenset[int]], int] = {}
+        # atoms: (positive, open body paths {(pc or -1, condset)}, trackers or None);
+        # condsets: frozensets of atom ids
+        self._atoms: list[tuple[bool, frozenset[tuple[int, int]], tuple | None]] = []
+        self._atom_ids: dict[tuple, int] = {}
         self._atom_step: dict[tuple[int, int], int] = {}
-        self._look_init: dict[tuple[int, bool], int] = {}
+        self._atom_end: dict[int, bool] = {}
+        self._look_init: dict[tuple[int, bool, tuple | None], int] = {}
         self._cs: list[frozenset[int]] = [frozenset()]
         self._cs_ids: dict[frozenset[int], int] = {frozenset(): 0}
         self._cs_step: dict[tuple[int, int], int] = {}
@@ -291,8 +304,8 @@ class Lexer:
             self._cs_ids[atoms] = cid
         return cid
 
-    def _intern_atom(self, positive: bool, body: frozenset[int]) -> int:
-        key = (positive, body)
+    def _intern_atom(self, positive: bool, body: frozenset[tuple[int, int]], trackers) -> int:
+        key = (positive, body, trackers)
         aid = self._atom_ids.get(key)
         if aid is None:
             self._budget(len(self._atoms), "lookahead states")
@@ -312,23 +325,44 @@ class Lexer:
         return tid
 
     # ------------------------------------------------------------------ lookaheads (atoms)
-    def _resolve_body(self, positive: bool, waiting: frozenset[int], acc: bool) -> int:
-        if acc:
+    def _resolve_body(self, positive: bool, paths: Iterable[tuple[int, int]], trackers) -> int:
+        """Atom for a body whose open paths are ``paths`` (``(-1, cs)`` = matched under ``cs``):
+        decided TRUE/FALSE when a path matched unconditionally or none is left, else interned
+        with the paths that are not dominated by another one."""
+        sets = self._cs
+        paths = set(paths)
+        if (-1, _EMPTY_CS) in paths:
             return _ATOM_TRUE if positive else _ATOM_FALSE
-        if not waiting:
+        if not paths:
             return _ATOM_FALSE if positive else _ATOM_TRUE
-        return self._intern_atom(positive, waiting)
+        done = [sets[cs] for pc, cs in paths if pc == -1]
+        keep = []
+        for pc, cs in paths:
+            mine = sets[cs]
+            # whenever this path could succeed, a body match needing fewer conditions does too,
+            # or the same position reached under fewer conditions does
+            if any(d < mine or (pc != -1 and d <= mine) for d in done):
+                continue
+            if pc != -1 and any(q == pc and qcs != cs and sets[qcs] < mine for q, qcs in paths):
+                continue
+            keep.append((pc, cs))
+        return self._intern_atom(positive, frozenset(keep), self._canon_trackers(trackers, keep))
 
-    def _make_atom(self, look: int, positive: bool) -> int:
-        key = (look, positive)
+    def _make_atom(self, look: int, positive: bool, trackers) -> int:
+        """The atom of lookahead ``look`` started here (``trackers``: the lookbehind trackers at
+        this position, needed when its body looks back)."""
+        if not self.prog.reaches_lookbehind(self.prog.look_starts[look]):
+            trackers = None
+        key = (look, positive, trackers)
         hit = self._look_init.get(key)
         if hit is None:
-            waiting, acc = self.prog.set_closure([self.prog.look_starts[look]])
-            hit = self._resolve_body(positive, waiting, acc)
+            paths = self._closure(self.prog.look_starts[look], _EMPTY_CS, trackers)
+            hit = self._resolve_body(positive, paths, trackers)
             self._look_init[key] = hit
         return hit
 
     def _step_set(self, waiting: frozenset[int], byte: int) -> tuple[frozenset[int], bool]:
+        """Step an assertion-free state set (lookbehind trackers)."""
         adv = self.prog.advance
         nxt = [q for q in (adv(pc, byte) for pc in waiting) if q >= 0]
         return self.prog.set_closure(nxt)
@@ -337,9 +371,33 @@ class Lexer:
         key = (aid, byte)
         hit = self._atom_step.get(key)
         if hit is None:
-            positive, waiting = self._atoms[aid]
-            hit = self._resolve_body(positive, *self._step_set(waiting, byte))
+            positive, paths, trackers = self._atoms[aid]
+            tr2 = self._trackers_advance(trackers, byte)
+            advance = self.prog.advance
+            out: list[tuple[int, int]] = []
+            for pc, cs in paths:
+                cs2 = self._cs_advance(cs, byte)
+                if cs2 == _CS_FAIL:
+                    continue
+                if pc == -1:
+                    out.append((-1, cs2))
+                    continue
+                nxt = advance(pc, byte)
+                if nxt >= 0:
+                    out.extend(self._closure(nxt, cs2, tr2))
+            hit = self._resolve_body(positive, out, tr2)
             self._atom_step[key] = hit
+        return hit
+
+    def _atom_at_end(self, aid: int) -> bool:
+        """Resolution at the end of the document: open threads die, a body match holds iff its
+        own conditions hold at the end."""
+        hit = self._atom_end.get(aid)
+        if hit is None:
+            positive, paths, _ = self._atoms[aid]
+            matched = any(pc == -1 and self._cs_passes_at_end(cs) for pc, cs in paths)
+            hit = matched == positive
+            self._atom_end[aid] = hit
         return hit
 
     def _cs_advance(self, cs: int, byte: int) -> int:
@@ -371,7 +429,7 @@ class Lexer:
         return hit
 
     def _cs_passes_at_end(self, cs: int) -> bool:
-        return all(not self._atoms[a][0] for a in self._cs[cs])
+        return all(self._atom_at_end(a) for a in self._cs[cs])
 
     # ------------------------------------------------------------------ lookbehind trackers
     def _initial_trackers(self, t: int) -> tuple[int, ...] | None:
@@ -412,7 +470,8 @@ class Lexer:
     # ------------------------------------------------------------------ ordered closure
     def _closure(self, pc0: int, cs0: int, trackers) -> tuple[tuple[int, int], ...]:
         """Epsilon closure from ``pc0`` in ``re``'s priority order: ``(pc, condset)`` for each
-        thread waiting on a byte and ``(-1, condset)`` for each ACCEPT reached."""
+        thread waiting on a byte and ``(-1, condset)`` for each ACCEPT (or, in a lookahead body,
+        SUBACCEPT) reached."""
         key = (pc0, cs0, trackers)
         hit = self._closures.get(key)
         if hit is not None:
@@ -434,7 +493,7 @@ class Lexer:
                 if (pc, cs) not in seen_out:
                     seen_out.add((pc, cs))
                     out.append((pc, cs))
-            elif k == ACCEPT:
+            elif k == ACCEPT or k == SUBACCEPT:
                 if (-1, cs) not in seen_out:
                     seen_out.add((-1, cs))
                     out.append((-1, cs))
@@ -455,7 +514,7 @@ class Lexer:
                     stack.append((B[pc], cs, fl | {rep}))
                     stack.append((Cc[pc], cs, fl))
             elif k == LOOK:
-                r = self._make_atom(A[pc], B[pc])
+                r = self._make_atom(A[pc], B[pc], trackers)
                 if r == _ATOM_TRUE:
                     stack.append((Cc[pc], cs, fl))
                 elif r != _ATOM_FALSE:
@@ -466,12 +525,12 @@ class Lexer:
                     stack.append((Cc[pc], cs, fl))
             elif k == BOUND:
                 prev_word = self._trk[trackers[A[pc]]][2]
-                r = self._make_atom(B[pc], prev_word != Cc[pc])
+                r = self._make_atom(B[pc], prev_word != Cc[pc], None)
                 if r == _ATOM_TRUE:
                     stack.append((D[pc], cs, fl))
                 elif r != _ATOM_FALSE:
                     stack.append((D[pc], self._cs_with(cs, r), fl))
-            else:  # pragma: no cover - SUBACCEPT is never reachable from a terminal's body
+            else:  # pragma: no cover - every instruction kind is handled above
                 raise AssertionError(f"unexpected instruction {k} at pc {pc}")
         res = tuple(out)
         self._closures[key] = res

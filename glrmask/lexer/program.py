@@ -12,7 +12,9 @@ Instructions (``Program.kind[pc]``):
 * ``SPLIT(targets)`` ordered alternatives; ``ACCEPT`` the terminal's match end; ``SUBACCEPT`` the
   end of a lookaround body.
 * ``LOOK(look, positive, next)`` a lookahead (its body runs as a condition on the bytes that
-  follow); ``LB(slot, positive, next)`` a lookbehind, answered by the terminal's tracker ``slot``;
+  follow; the body may itself contain lookaheads, and lookbehinds / ``\\b`` that stay inside
+  the text read since the lexeme start); ``LB(slot, positive, next)`` a lookbehind, answered by
+  the terminal's tracker ``slot`` (lookbehind bodies contain no assertions);
   ``BOUND(slot, look, is_boundary, next)`` ``\\b``/``\\B``: the tracker says whether the previous
   character is a word character, which turns the boundary into a lookahead on the next one.
 * ``REP_ENTER(rep, next)`` / ``REP_CHECK(rep, body, exit, greedy)`` bracket the optional
@@ -131,7 +133,8 @@ class Program:
     # -- plain reachability closure (lookaround bodies, trackers, nullability) ---------------
     def set_closure(self, pcs, assertions_pass: bool = False) -> tuple[frozenset[int], bool]:
         """Waiting pcs reachable by epsilon edges, and whether (SUB)ACCEPT is reachable.
-        Bodies contain no assertions; ``assertions_pass`` treats them as true (nullability)."""
+        For assertion-free code (lookbehind bodies); ``assertions_pass`` treats assertions as
+        true (the nullability check)."""
         out: set[int] = set()
         seen: set[int] = set()
         stack = list(pcs)
@@ -158,13 +161,14 @@ class Program:
                 stack.append(self.c[pc])
             elif assertions_pass and k == BOUND:
                 stack.append(self.d[pc])
-            else:  # pragma: no cover - bodies are validated to contain no assertions
-                raise AssertionError(f"assertion inside a lookaround body at pc {pc}")
+            else:  # pragma: no cover - lookbehind bodies are validated to contain no assertions
+                raise AssertionError(f"assertion inside a lookbehind body at pc {pc}")
         return frozenset(out), accepted
 
     def reaches_lookbehind(self, pc: int) -> bool:
-        """Whether some path from waiting pc ``pc`` meets an LB/BOUND instruction (then the
-        terminal's lookbehind trackers must be kept for the thread)."""
+        """Whether some path from waiting pc ``pc`` meets an LB/BOUND instruction, also inside
+        the bodies of lookaheads it meets (then the terminal's lookbehind trackers must be kept
+        for the thread)."""
         if self.kind[pc] == MID:
             pc_key = self.c[pc]
         else:
@@ -195,6 +199,7 @@ class Program:
                     stack.extend((self.b[p], self.c[p]))
                 elif k == LOOK:
                     stack.append(self.c[p])
+                    stack.append(self.look_starts[self.a[p]])
             self._reach_lb[pc_key] = hit
         return hit
 
@@ -249,6 +254,30 @@ def _item_min_width(op, av) -> int:
     return 0
 
 
+def _reads_behind(items) -> bool:
+    """Whether a parsed (sub)pattern contains a lookbehind or ``\\b``/``\\B`` at any depth."""
+    for op, av in items:
+        if op in (C.ASSERT, C.ASSERT_NOT):
+            if av[0] != 1 or _reads_behind(av[1].data):
+                return True
+        elif op is C.AT:
+            if av in (C.AT_BOUNDARY, C.AT_NON_BOUNDARY):
+                return True
+        elif op is C.SUBPATTERN:
+            if _reads_behind(av[-1]):
+                return True
+        elif op is C.BRANCH:
+            if any(_reads_behind(alt) for alt in av[1]):
+                return True
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+            if _reads_behind(av[2]):
+                return True
+        elif op is C.ATOMIC_GROUP:
+            if _reads_behind(av):
+                return True
+    return False
+
+
 class _Compiler:
     """Compiles one terminal's sre_parse tree into ``Program`` instructions (built back to front:
     every node is compiled knowing the pc it continues with)."""
@@ -256,6 +285,10 @@ class _Compiler:
     def __init__(self, prog: Program, term: TerminalProgram):
         self.p = prog
         self.t = term
+        # Lookaround bodies are context-free: copies of a repeat share one compiled body, so
+        # identical lookaheads become identical condition atoms (and lookbehinds one tracker).
+        self._look_cache: dict[tuple[int, int, int | None], int] = {}
+        self._behind_cache: dict[tuple[int, int], int] = {}
 
     def reject(self, construct: str, why: str = "") -> RegexError:
         msg = f"terminal {self.t.name!r}: {construct} is not supported in /{self.t.pattern}/"
@@ -324,6 +357,11 @@ class _Compiler:
         return p._new(REP_ENTER, rep, cur)
 
     def lookaround(self, av, positive: bool, flags, nxt, mb, inside) -> int:
+        """A lookahead anywhere (its body may nest further lookaheads, and lookbehinds / ``\\b``
+        that stay inside the lexeme); a lookbehind whose fixed width fits in the characters
+        certainly consumed before it (``mb`` counts from the lexeme start, through enclosing
+        lookahead bodies). Lookbehind bodies may contain no assertions: the tracker that answers
+        them is a plain automaton over the text read so far."""
         direction, body = av
         p = self.p
         what = ("lookahead " if direction == 1 else "lookbehind ") + (
@@ -332,13 +370,18 @@ class _Compiler:
             else "(?<=...)" if positive
             else "(?<!...)"
         )
-        if inside is not None:
-            raise self.reject(f"nested lookaround: {what} inside a {inside}")
-        sub_accept = p._new(SUBACCEPT)
+        if inside == "lookbehind":
+            raise self.reject(f"nested lookaround: {what} inside a lookbehind")
         if direction == 1:
-            start = self.seq(body.data, flags, sub_accept, 0, "lookahead")
-            look = len(p.look_starts)
-            p.look_starts.append(start)
+            # A body is context-free except for how much text precedes it, which only matters to
+            # the lookbehinds and \b it contains (their "reads before the lexeme" check).
+            key = (id(body), flags, mb if _reads_behind(body.data) else None)
+            look = self._look_cache.get(key)
+            if look is None:
+                start = self.seq(body.data, flags, p._new(SUBACCEPT), mb, "lookahead")
+                look = len(p.look_starts)
+                p.look_starts.append(start)
+                self._look_cache[key] = look
             return p._new(LOOK, look, positive, nxt)
         lo, hi = body.getwidth()
         if lo != hi:  # pragma: no cover - re.compile already refuses variable-width lookbehinds
@@ -349,15 +392,19 @@ class _Compiler:
                 f"it looks {lo} character(s) back but only {mb} are certainly consumed before it, "
                 "so it would read text before the lexeme",
             )
-        start = self.seq(body.data, flags, sub_accept, 0, "lookbehind")
-        slot = len(self.t.tracker_starts)
-        self.t.tracker_starts.append(start)
+        key = (id(body), flags)
+        slot = self._behind_cache.get(key)
+        if slot is None:
+            start = self.seq(body.data, flags, p._new(SUBACCEPT), 0, "lookbehind")
+            slot = len(self.t.tracker_starts)
+            self.t.tracker_starts.append(start)
+            self._behind_cache[key] = slot
         return p._new(LB, slot, positive, nxt)
 
     def boundary(self, is_boundary: bool, flags, nxt, mb, inside) -> int:
         what = "word boundary \\b" if is_boundary else "non-boundary \\B"
-        if inside is not None:
-            raise self.reject(f"{what} inside a {inside}")
+        if inside == "lookbehind":
+            raise self.reject(f"{what} inside a lookbehind")
         if mb < 1:
             raise self.reject(
                 what, "no character of the lexeme certainly precedes it, so it would read text "
