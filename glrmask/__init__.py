@@ -18,6 +18,7 @@ from .errors import (
     VocabError,
 )
 from .grammar.loader import load_grammar
+from .json_schema import json_schema_to_grammar, lower_json_schema
 from .vocab import Vocab
 
 __version__ = "0.1.0"
@@ -37,5 +38,7 @@ __all__ = [
     "compile_grammar",
     "compile_json_schema",
     "guards",
+    "json_schema_to_grammar",
     "load_grammar",
+    "lower_json_schema",
 ]

@@ -119,7 +119,7 @@ class Mask:
         self.recognizer = Recognizer(self.grammar, self.table, self.lexer)
         self.trie = VocabTrie.for_vocab(vocab)
         self.mode = mode
-        self._masker = DynamicMasker(self.recognizer, self.trie)
+        self._masker = DynamicMasker(self.recognizer, self.trie, vocab.n_logits)
         self.n_words = (vocab.n_logits + 31) // 32
         self._eos = tuple(sorted(set(vocab.eos_token_ids)))
         self._eos_set = frozenset(self._eos)
@@ -148,8 +148,7 @@ class Mask:
         out[:] = 0
         if head.terminated:
             return
-        words = self.trie.expand_to_orig_bitmask(self._masker.internal_bits(head.configs), self.vocab.n_logits)
-        out[: self.n_words] = words
+        out[: self.n_words] = self._masker.token_words(head.configs)
         if self._eos and self.recognizer.is_accepting(head.configs):
             u = out.view(np.uint32)
             for t in self._eos:

@@ -21,26 +21,53 @@ EXAMPLES = """examples:
   glrmask sample grammars/json.lark -n 3 --seed 1
   glrmask check grammars/json.lark --text '{"a": [1, 2]}'
   glrmask sample grammars/sql.lark --tokenizer path/to/tokenizer.json --max-tokens 64
+  glrmask sample --json-schema schema.json -n 3
+  glrmask check --json-schema schema.json --text '{"name": "Ada"}'
 """
 
 
 def _add_grammar_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("grammar", help="grammar file (.lark, .gbnf/.ebnf) or grammar text")
+    p.add_argument("grammar", nargs="?", default=None,
+                   help="grammar file (.lark, .gbnf/.ebnf) or grammar text; omit it with --json-schema")
+    p.add_argument("--json-schema", dest="json_schema", metavar="SCHEMA", default=None,
+                   help="constrain to a JSON Schema (a .json file or JSON text) instead of a grammar")
+    p.add_argument("--lenient", action="store_true",
+                   help="with --json-schema: ignore unsupported keywords (printed as warnings) instead of failing")
     p.add_argument("--tokenizer", default=None,
                    help="tokenizer.json (or a directory holding one, or a hub name); default: built-in GPT-2")
     p.add_argument("--start", default=None, help="start rule (default: 'start' for Lark, 'root' for GBNF)")
     p.add_argument("--format", default="auto", choices=["auto", "lark", "gbnf", "ebnf", "regex"])
 
 
+def _check_source_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Exactly one of GRAMMAR and --json-schema; the grammar-only options make no sense with a schema."""
+    if args.json_schema is None:
+        if args.grammar is None:
+            parser.error("give a GRAMMAR or --json-schema SCHEMA")
+        if args.lenient:
+            parser.error("--lenient only applies to --json-schema")
+        return
+    if args.grammar is not None:
+        parser.error("give either a GRAMMAR or --json-schema, not both")
+    if args.start is not None or args.format != "auto":
+        parser.error("--start and --format do not apply to --json-schema")
+
+
 def _load(args: argparse.Namespace):
     from .api import compile as compile_grammar
+    from .api import compile_json_schema
     from .vocab import Vocab
 
     vocab = Vocab.load(args.tokenizer)
     t0 = time.perf_counter()
-    mask = compile_grammar(args.grammar, vocab, format=args.format, start=args.start)
+    if args.json_schema is not None:
+        source = f"JSON Schema {args.json_schema[:60]}"
+        mask = compile_json_schema(args.json_schema, vocab, lenient=args.lenient)
+    else:
+        source = args.grammar
+        mask = compile_grammar(args.grammar, vocab, format=args.format, start=args.start)
     dt = time.perf_counter() - t0
-    print(f"# compiled {args.grammar} for {vocab.name} ({vocab.size} tokens) in {dt:.2f}s", file=sys.stderr)
+    print(f"# compiled {source} for {vocab.name} ({vocab.size} tokens) in {dt:.2f}s", file=sys.stderr)
     for w in mask.warnings:
         print(f"# warning: {w}", file=sys.stderr)
     return vocab, mask
@@ -113,7 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("sample", help="stream random valid outputs (uniform over allowed tokens)",
-                       epilog="example: glrmask sample grammars/json.lark -n 3 --seed 1",
+                       epilog="examples:\n  glrmask sample grammars/json.lark -n 3 --seed 1\n"
+                              "  glrmask sample --json-schema schema.json -n 3",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_grammar_args(s)
     s.add_argument("-n", type=int, default=3, help="number of samples")
@@ -122,7 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_sample)
 
     c = sub.add_parser("check", help="replay a text through the masks; report the first disallowed token",
-                       epilog="example: glrmask check grammars/json.lark --text '[1, 2]'",
+                       epilog="examples:\n  glrmask check grammars/json.lark --text '[1, 2]'\n"
+                              "  glrmask check --json-schema schema.json --file doc.json",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_grammar_args(c)
     g = c.add_mutually_exclusive_group(required=True)
@@ -133,7 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _check_source_args(parser, args)
     try:
         return args.func(args)
     except GlrmaskError as e:

@@ -19,7 +19,7 @@ from glrmask_ext.dynamic_walk import walk_trie
 class DynamicMasker:
     """Computes the allowed byte tokens of a configuration set as a bitmap over internal ids."""
 
-    def __init__(self, recognizer: Recognizer, trie: VocabTrie, *, cache_size: int = 4096):
+    def __init__(self, recognizer: Recognizer, trie: VocabTrie, n_logits: int, *, cache_size: int = 2048):
         self.recognizer = recognizer
         self.trie = trie
         self._depth = np.ascontiguousarray(trie.node_depth, dtype=np.int32)
@@ -28,23 +28,26 @@ class DynamicMasker:
         self._end = np.ascontiguousarray(trie.node_subtree_end, dtype=np.int32)
         self._max_depth = int(self._depth.max()) if len(self._depth) else 0
         self._n_words = (trie.n_internal + 63) // 64
+        self._n_logits = n_logits
         self._cache: OrderedDict[ConfigSet, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
 
-    def internal_bits(self, s: ConfigSet) -> np.ndarray:
-        """uint64 bitmap over internal token ids: tokens whose bytes keep ``s`` alive. Read-only."""
+    def token_words(self, s: ConfigSet) -> np.ndarray:
+        """Packed int32 words over original ids (the byte tokens that keep ``s`` alive; no end
+        tokens). Cached per configuration set (LRU), read-only."""
         hit = self._cache.get(s)
         if hit is not None:
             self._cache.move_to_end(s)
             return hit
-        bits = self._walk(s)
-        bits.flags.writeable = False
-        self._cache[s] = bits
+        words = self.trie.expand_to_orig_bitmask(self._walk(s), self._n_logits)
+        words.flags.writeable = False
+        self._cache[s] = words
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
-        return bits
+        return words
 
     def _walk(self, s: ConfigSet) -> np.ndarray:
+        """uint64 bitmap over internal token ids."""
         allowed = np.zeros(self._n_words * 64, dtype=np.uint8)
         if s:
             rec = self.recognizer

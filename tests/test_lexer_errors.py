@@ -24,9 +24,12 @@ from glrmask.lexer import Lexer
         (r"a(?<!ab)c", "lookbehind (?<!...)"),  # width 2, only 1 char before it
         (r"\ba", "word boundary \\b"),
         (r"\Ba", "non-boundary \\B"),
-        (r"a(?=b(?=c))", "nested lookaround"),
-        (r"a(?=(?<=a)b)", "nested lookaround"),
-        (r"a(?!b\b)", "word boundary \\b inside a lookahead"),
+        (r"ab(?<=(?=b)b)", "nested lookaround: lookahead (?=...) inside a lookbehind"),
+        (r"ab(?<!(?<=a)b)", "nested lookaround: lookbehind (?<=...) inside a lookbehind"),
+        (r"ab(?<=b\b)", "word boundary \\b inside a lookbehind"),
+        (r"a(?=(?<=ab)c)", "lookbehind (?<=...)"),  # inside a lookahead: still only 1 char before
+        (r"(?=\ba)a", "word boundary \\b"),  # at the lexeme start, inside a lookahead
+        (r"a(?=b(?!(?<!xab)c))", "lookbehind (?<!...)"),  # nested two deep, reaches before
         (r"a*", "empty string"),
         (r"(?=a)", "empty string"),  # empty match when its lookahead holds
         (r"a|", "empty string"),
@@ -47,6 +50,11 @@ def test_regex_error_is_a_glrmask_error():
 
 def test_lookbehind_after_enough_characters_is_accepted():
     Lexer([("T", r"ab(?<=ab)c"), ("U", r"a+(?<!b)"), ("V", r"a\b")])
+
+
+def test_nested_lookarounds_inside_lookaheads_are_accepted():
+    Lexer([("T", r"a(?=b(?=c))"), ("U", r"a(?=(?<=a)b)"), ("V", r"a(?!b\b)"),
+           ("W", r"a(?=b(?!(?<!ab)c))"), ("X", r"a(?=(?!(?=b)))")])
 
 
 def test_nfa_budget_raises_grammar_too_complex_naming_terminal():

@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lexer_patterns import ALPHABET, ReTooSlow, full, plain, re_end, texts  # noqa: E402
+from lexer_patterns import ALPHABET, ReTooSlow, full, nested, plain, re_end, texts  # noqa: E402
 
 from glrmask.errors import RegexError  # noqa: E402
 from glrmask.lexer import Lexer  # noqa: E402
@@ -77,7 +77,7 @@ def _cond_witness(lx: Lexer, c: int, depth: int) -> str | None:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.one_of(plain, full), texts)
+@given(st.one_of(plain, full, nested), texts)
 def test_futures_matches_bounded_search_with_re(pattern, prefix):
     pattern, lx = _compile(pattern)
     state, _ = lx.scan(lx.initial, prefix.encode())

@@ -6,13 +6,16 @@ the end must already be the final one)."""
 from __future__ import annotations
 
 import os
+import random
 import sys
 from pathlib import Path
 
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lexer_patterns import ALPHABET, ReTooSlow, full, plain, texts  # noqa: E402
+from lexer_patterns import (  # noqa: E402
+    ALPHABET, ReTooSlow, full, nest_texts, nested, plain, sample_texts, texts,
+)
 from lexer_patterns import re_end as _re_end  # noqa: E402
 
 from glrmask.errors import RegexError  # noqa: E402
@@ -20,6 +23,9 @@ from glrmask.lexer import Lexer, Settler  # noqa: E402
 
 EXAMPLES = int(os.environ.get("GLRMASK_LEXER_EXAMPLES", "300"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+SEEDS = st.integers(0, 2**32 - 1)
+"""Seeds for a plain ``random.Random`` (chunk sizes, sampled texts): much cheaper than drawing
+every choice through hypothesis."""
 
 
 def re_end(pattern: str, text: str) -> int | None:
@@ -67,19 +73,42 @@ def check_continued(lx: Lexer, pattern: str, prefix: str, more: str, rnd) -> Non
 
 
 @SETTINGS
-@given(plain, texts, texts, st.randoms(use_true_random=False))
-def test_lookahead_patterns_match_like_re(pattern, prefix, more, rnd):
+@given(plain, texts, texts, SEEDS)
+def test_lookahead_patterns_match_like_re(pattern, prefix, more, seed):
     pattern, lx = build(pattern)
+    rnd = random.Random(seed)
     check_text(lx, pattern, prefix, rnd)
     check_continued(lx, pattern, prefix, more, rnd)
 
 
 @SETTINGS
-@given(full, texts, texts, st.randoms(use_true_random=False))
-def test_lookbehind_and_boundary_patterns_match_like_re(pattern, prefix, more, rnd):
+@given(full, texts, texts, SEEDS)
+def test_lookbehind_and_boundary_patterns_match_like_re(pattern, prefix, more, seed):
     pattern, lx = build(pattern)
+    rnd = random.Random(seed)
     check_text(lx, pattern, prefix, rnd)
     check_continued(lx, pattern, prefix, more, rnd)
+
+
+@SETTINGS
+@given(nested, nest_texts, nest_texts, SEEDS)
+def test_nested_lookahead_patterns_match_like_re(pattern, prefix, more, seed):
+    pattern, lx = build(pattern)
+    rnd = random.Random(seed)
+    check_text(lx, pattern, prefix, rnd)
+    check_continued(lx, pattern, prefix, more, rnd)
+
+
+@SETTINGS
+@given(nested, SEEDS)
+def test_texts_sampled_from_nested_lookahead_patterns_match_like_re(pattern, seed):
+    """Texts walked through the pattern itself, so that lookaheads at every depth pass and fail."""
+    pattern, lx = build(pattern)
+    rnd = random.Random(seed)
+    for text in sample_texts(pattern, rnd, 6):
+        check_text(lx, pattern, text, rnd)
+        cut = rnd.randint(0, len(text))
+        check_continued(lx, pattern, text[:cut], text[cut:], rnd)
 
 
 def _strings_from(pattern: str, rnd, n: int) -> list[str]:
@@ -90,16 +119,17 @@ def _strings_from(pattern: str, rnd, n: int) -> list[str]:
 
 
 @SETTINGS
-@given(full, st.randoms(use_true_random=False))
-def test_texts_built_from_the_pattern_match_like_re(pattern, rnd):
+@given(full, SEEDS)
+def test_texts_built_from_the_pattern_match_like_re(pattern, seed):
     pattern, lx = build(pattern)
+    rnd = random.Random(seed)
     for text in _strings_from(pattern, rnd, 8):
         check_text(lx, pattern, text, rnd)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.lists(plain, min_size=2, max_size=3), texts, st.randoms(use_true_random=False))
-def test_joint_lexer_matches_each_terminal_independently(patterns, text, rnd):
+@given(st.lists(st.one_of(plain, nested), min_size=2, max_size=3), nest_texts)
+def test_joint_lexer_matches_each_terminal_independently(patterns, text):
     fixed = []
     for p in patterns:
         fixed.append(build(p)[0])

@@ -38,13 +38,16 @@ SMALL = {
     "reduce_reduce": 'start: a "x" | b "x" "x"\na: "y"\nb: "y"',
 }
 # larger grammars whose effect automata take seconds to build in pure Python
-SLOW_FILES = {"sql", "go_subset", "hcl", "pyexpr", "sqlite", "java_subset"}
+SLOW_FILES = {"sql", "go_subset", "hcl", "pyexpr", "sqlite"}
+# building the LR(1) table alone takes minutes (the LR stage's concern, not this one's)
+TABLE_TOO_SLOW = {"java_subset"}
 
 
 def _files() -> dict[str, Path]:
     out = {p.stem: p for p in sorted(SHIPPED.glob("*.lark"))}
     for p in sorted(CORPUS.glob("*/grammar.lark")):
-        out[f"corpus/{p.parent.name}"] = p
+        if p.parent.name not in TABLE_TOO_SLOW:
+            out[f"corpus/{p.parent.name}"] = p
     return out
 
 
@@ -68,8 +71,10 @@ def compiled(name: str) -> tuple[Grammar, LRTable, StackEffects]:
     return grammar, table, StackEffects.build(table, ignore=grammar.ignore)
 
 
-def walk_stacks(glr: GLR, seed: int, walks: int = 12, steps: int = 25, limit: int = 160) -> list[StackNode]:
-    """Stacks reached by feeding random acceptable terminals (``$END`` only at the very end)."""
+def walk_stacks(glr: GLR, seed: int, walks: int = 12, steps: int = 25, limit: int = 160,
+                max_frontier: int = 16) -> list[StackNode]:
+    """Stacks reached by feeding random acceptable terminals (``$END`` only at the very end); an
+    ambiguous frontier is thinned to ``max_frontier`` random stacks so walks stay cheap."""
     rng = random.Random(seed)
     seen: dict[StackNode, None] = {}
     end = glr.table.end_id
@@ -82,6 +87,8 @@ def walk_stacks(glr: GLR, seed: int, walks: int = 12, steps: int = 25, limit: in
             if not choices:
                 break
             f = glr.feed(f, rng.choice(choices))
+            if len(f) > max_frontier:  # ambiguity: keep a sample (still reachable stacks)
+                f = frozenset(rng.sample(sorted(f, key=lambda n: n.states()), max_frontier))
         if glr.accepts_end(f):
             seen.update(dict.fromkeys(sorted(glr.feed(f, end), key=lambda n: n.states())))
     stacks = list(seen)
@@ -124,12 +131,12 @@ def random_grammar(rng: random.Random) -> Grammar:
     rules = []
     for lhs in NONTERMS:
         for _ in range(rng.randint(1, 3)):
-            rhs = tuple(rng.choice(TERMS + NONTERMS) for _ in range(rng.choice((0, 1, 2, 2, 3, 3, 4))))
+            rhs = tuple(rng.choice(TERMS + NONTERMS) for _ in range(rng.choice((0, 1, 1, 2, 2, 3, 3))))
             rules.append(Rule(lhs, rhs))
     return Grammar(rules, {t: TerminalDef(t, t.lower(), t.lower()) for t in TERMS}, "s")
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(60))
 def test_effects_equal_glr_feed_on_random_grammars(seed):
     try:
         grammar = normalize(random_grammar(random.Random(seed)))
@@ -193,7 +200,7 @@ def test_shift_reduce_conflict_gives_several_results():
     (stack,) = glr.feed_names(glr.initial(), [a, plus, a])
     # after "a + a", a "+" may shift onto the open sum or first reduce it
     assert len(apply(effects, plus, stack)) == 2
-    assert _states(apply(effects, plus, stack)) == _states(glr.feed(frozenset([stack]), plus))
+    assert _states(apply(effects, plus, stack)) == _states(glr.feed(frozenset([stack]), table.terminal_index[plus]))
 
 
 def test_reduce_reduce_conflict_puts_several_write_sequences_on_one_final():
@@ -233,12 +240,12 @@ def test_ignored_terminal_has_the_identity_effect():
 
 
 def test_never_shiftable_terminal_has_a_rejecting_automaton():
-    _, table, _ = compiled("ignored_ws")
-    effects = StackEffects.build(table)  # no ignore list: WS is a terminal no rule uses
-    ws = [t for t in table.terminals if t not in ("LPAR", "RPAR", "NAME", END)]
-    aut = effects.automaton(ws[0])
+    grammar, table, _ = compiled("ignored_ws")
+    effects = StackEffects.build(table)  # no ignore list: WS is just a terminal no rule uses
+    (ws,) = grammar.ignore
+    aut = effects.automaton(ws)
     assert aut.is_empty and aut.n_states == 1
-    assert apply(effects, ws[0], StackNode(table.start_state, None)) == set()
+    assert apply(effects, ws, StackNode(table.start_state, None)) == set()
 
 
 def test_explicit_edge_shadows_default_even_when_it_dies():

@@ -56,7 +56,7 @@ The identity automaton (ignored terminals) is one final state whose only write s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import ClassVar, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -227,7 +227,7 @@ class StackEffects:
     automata: tuple[EffectAutomaton, ...]
     ignored: frozenset[int]
 
-    identity = IDENTITY
+    identity: ClassVar[EffectAutomaton] = IDENTITY
 
     @classmethod
     def build(

@@ -1,0 +1,670 @@
+"""The Terminal DWA: what every vocabulary token does to the *terminal* stream, per lexer state
+(DESIGN §4.7, §4.9, §4.10; notes §1 items 1-3, §3.8-3.9).
+
+Why. A static mask must know, for every lexer state ``q`` a runtime lane can be in at a token
+boundary and every token ``v``, which sequences of parser terminals scanning ``β(v)`` from ``q`` can
+feed the parser — independently of the parser stack, so it is computed once per grammar and
+vocabulary. The Parser DWA (§4.8) then replaces each terminal label by that terminal's stack-effect
+automaton.
+
+Semantics (reproduces :meth:`glrmask.recognizer.Recognizer._step_configs` token by token, with the
+*unrestricted* lexer — the parser filters later). A *branch* is ``(lexer state or BOUNDARY,
+pending conditions created inside this token)``. Per byte: every pending condition is stepped (a
+FALSE kills the branch, a TRUE is dropped); the lexer steps from the branch's state (``initial`` at
+BOUNDARY); the mid-lexeme lane survives iff its futures contain an ignored or labelled terminal;
+each event ``(t, cond)`` whose ``cond`` is not FALSE and is satisfiable restarts at BOUNDARY with
+``cond`` added to the pending set — transparently when ``t`` is ignored, with label
+``label_of[t]`` when ``t`` is labelled (both when both). An *outcome* of ``(q, v)`` is the label
+sequence of a branch alive at the token's end plus its end: ``CLOSED`` (at BOUNDARY) or OPEN in
+lexer state ``q'`` — then the parser must accept next some terminal ``t`` in ``futures(q')``; an
+OPEN end whose futures hold an ignored terminal also counts as "nothing more needed", exactly like
+CLOSED (ignored terminals never touch the parser). Hence the *denotation*::
+
+    Lex(q, v) = { (r, CLOSED) : the parser must consume exactly r }
+              ∪ { (r, t)      : the parser must consume r and then accept t (t an LR terminal) }
+
+Conditions that are still pending at the token's end are not part of the denotation (they constrain
+the *next* token); every such condition, and everything later tokens can step it to, gets a
+``fail_seed``: the tokens whose bytes, stepped from it, reach FALSE (a static mask removes them from
+a configuration that carries the condition).
+
+How. The trie is walked once per (trie node, branch) pair — memoized, so the many boundary states
+that converge after a byte or two share the rest of the walk, and dead branches never descend.
+The result of a pair is ``{(suffix labels, end): token intervals}`` over the subtree's internal ids
+(trie order makes subtrees intervals, so most weights stay one or two intervals). The per-root
+results are turned into label trees and hash-consed bottom-up over all roots at once, which merges
+identical subtrees into a DAG (a node's identity is its whole weighted suffix language, so the
+weight of a path is simply the final weight where it ends; edge weights are the supports of their
+targets and let a runtime stop early).
+
+Flat layout (all ``int32`` numpy arrays; the Parser DWA composition and a Cython runtime read them):
+
+* roots: ``boundary_states[i]`` (a lexer state; ``lexer.initial`` first) starts at node
+  ``roots[i]``; roots of boundary states with identical behaviour coincide;
+* nodes ``0 .. n_nodes-1`` in topological order (every edge goes to a higher id);
+* label edges, CSR: edges of node ``d`` are ``k in range(edge_ptr[d], edge_ptr[d+1])`` with LR
+  terminal ``edge_label[k]`` (ascending), target ``edge_target[k]`` and weight ``edge_weight[k]`` =
+  the tokens with some outcome passing through the edge;
+* ``final_weight[d]``: tokens whose outcome is (path to ``d``, CLOSED), ``-1`` when none;
+* open finals, CSR: ``open_label[k]`` / ``open_weight[k]`` for ``k in range(open_ptr[d],
+  open_ptr[d+1])``: tokens with an outcome (path to ``d``, ``open_label[k]``), labels ascending;
+* weights: interned token sets over internal (trie-order) ids; weight ``w`` is the sorted disjoint
+  half-open intervals ``weight_bounds[weight_ptr[w]:weight_ptr[w+1]]`` read as ``lo, hi`` pairs.
+  Every stored weight is non-empty. :meth:`TerminalDWA.dense_weights` gives ``uint64`` bitmaps;
+* conditions: ``cond_ids`` (ascending lexer condition ids) and ``fail_seed[i]`` (a weight, or
+  ``-1`` when no token kills condition ``cond_ids[i]``).
+"""
+from __future__ import annotations
+
+import time
+from bisect import bisect_right
+from typing import Iterable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from glrmask.errors import GrammarTooComplex
+
+__all__ = ["CLOSED", "TerminalDWA", "terminal_labels"]
+
+#: End marker of an outcome that needs nothing more from the parser (a closed lexeme, or one still
+#: open inside an ignored terminal).
+CLOSED = -1
+_BOUNDARY = -2  # branch lexer "state": at a lexeme start (steps from ``lexer.initial``)
+
+Intervals = tuple[int, ...]  # flat sorted disjoint half-open intervals: lo0, hi0, lo1, hi1, ...
+Outcome = tuple[tuple[int, ...], int]  # (label sequence, CLOSED or the open LR terminal)
+
+
+def terminal_labels(lexer, grammar, table) -> tuple[set[int], dict[int, int]]:
+    """The ``ignored`` set and ``label_of`` map for :meth:`TerminalDWA.build`, as the recognizer
+    sees them: lexer terminals named in ``%ignore``, and lexer terminal → LR terminal id for the
+    terminals some rule uses (a terminal no rule uses can never be shifted, so it gets no label)."""
+    used = {s for r in table.rules for s in r.rhs}
+    ignored_names = set(grammar.ignore)
+    ignored: set[int] = set()
+    label_of: dict[int, int] = {}
+    for i, name in enumerate(lexer.terminal_names):
+        if name in ignored_names:
+            ignored.add(i)
+        if name in used and name in table.terminal_index:
+            label_of[i] = table.terminal_index[name]
+    return ignored, label_of
+
+
+# ---------------------------------------------------------------------------------------------
+# interval helpers (flat tuples/lists of lo, hi pairs)
+
+
+def _union2(a: Sequence[int], b: Sequence[int]) -> list[int]:
+    """Union of two flat interval lists."""
+    out: list[int] = []
+    i = j = 0
+    na, nb = len(a), len(b)
+    while i < na or j < nb:
+        if j >= nb or (i < na and a[i] <= b[j]):
+            lo, hi = a[i], a[i + 1]
+            i += 2
+        else:
+            lo, hi = b[j], b[j + 1]
+            j += 2
+        if out and lo <= out[-1]:
+            if hi > out[-1]:
+                out[-1] = hi
+        else:
+            out.append(lo)
+            out.append(hi)
+    return out
+
+
+def _union_many(parts: Iterable[Sequence[int]]) -> list[int]:
+    pairs: list[tuple[int, int]] = []
+    for p in parts:
+        pairs.extend(zip(p[0::2], p[1::2]))
+    pairs.sort()
+    out: list[int] = []
+    for lo, hi in pairs:
+        if out and lo <= out[-1]:
+            if hi > out[-1]:
+                out[-1] = hi
+        else:
+            out.append(lo)
+            out.append(hi)
+    return out
+
+
+def _append_into(cur: list[int], ivs: Sequence[int]) -> list[int]:
+    """``cur ∪ ivs``, in place when ``ivs`` lies after ``cur`` (the common case of a pre-order walk)."""
+    if ivs[0] >= cur[-1]:
+        if ivs[0] == cur[-1]:
+            cur[-1] = ivs[1]
+            cur.extend(ivs[2:])
+        else:
+            cur.extend(ivs)
+        return cur
+    return _union2(cur, ivs)
+
+
+def _contains(ivs: Sequence[int], tok: int) -> bool:
+    i = bisect_right(ivs, tok)
+    return (i & 1) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+class TerminalDWA:
+    """The compiled automaton; see the module docstring for the arrays and what they denote."""
+
+    def __init__(self, arrays: Mapping[str, np.ndarray], *, n_tokens: int, stats: Optional[dict] = None):
+        for name in _ARRAYS:
+            setattr(self, name, np.ascontiguousarray(arrays[name], dtype=np.int32))
+        self.n_tokens = int(n_tokens)
+        self.n_nodes = int(self.final_weight.shape[0])
+        self.n_weights = int(self.weight_ptr.shape[0]) - 1
+        self.stats: dict = dict(stats or {})
+        self._root_of = {int(q): int(r) for q, r in zip(self.boundary_states, self.roots)}
+        self._cond_index = {int(c): i for i, c in enumerate(self.cond_ids)}
+        self._dense: Optional[np.ndarray] = None
+
+    # ---------------------------------------------------------------- construction
+    @classmethod
+    def build(
+        cls,
+        lexer,
+        trie,
+        *,
+        ignored: Iterable[int],
+        label_of: Mapping[int, int],
+        start_states: Optional[Iterable[int]] = None,
+        max_boundary_states: int = 20_000,
+        max_nodes: int = 2_000_000,
+        max_weights: int = 1_000_000,
+        max_walk_steps: int = 50_000_000,
+        max_seconds: Optional[float] = None,
+    ) -> "TerminalDWA":
+        """Build the automaton for every boundary lexer state reachable from ``lexer.initial`` (and
+        ``start_states``). ``ignored``: lexer terminal ids of ignored terminals; ``label_of``: lexer
+        terminal id → LR terminal id (terminals absent from both can never be used and are
+        dropped). Budgets raise :class:`GrammarTooComplex` naming the limit: boundary states,
+        DAG nodes, distinct weights, walk steps ((trie node, branch) pairs expanded), wall time."""
+        b = _Builder(lexer, trie, frozenset(ignored), dict(label_of), max_boundary_states=max_boundary_states,
+                     max_nodes=max_nodes, max_weights=max_weights, max_walk_steps=max_walk_steps,
+                     max_seconds=max_seconds)
+        return b.run(start_states or ())
+
+    # ---------------------------------------------------------------- queries
+    def root_of(self, q: int) -> int:
+        """The root node of boundary lexer state ``q`` (KeyError if ``q`` is not one)."""
+        return self._root_of[int(q)]
+
+    def weight_intervals(self, w: int) -> list[tuple[int, int]]:
+        """Weight ``w`` as sorted half-open ``(lo, hi)`` intervals of internal token ids."""
+        b = self.weight_bounds[self.weight_ptr[w]:self.weight_ptr[w + 1]].tolist()
+        return list(zip(b[0::2], b[1::2]))
+
+    def weight_tokens(self, w: int) -> frozenset[int]:
+        """Weight ``w`` as a set of internal token ids (tests, small vocabularies)."""
+        return frozenset(t for lo, hi in self.weight_intervals(w) for t in range(lo, hi))
+
+    def weight_contains(self, w: int, tok: int) -> bool:
+        if w < 0:
+            return False
+        return _contains(self.weight_bounds[self.weight_ptr[w]:self.weight_ptr[w + 1]].tolist(), tok)
+
+    def dense_weights(self) -> np.ndarray:
+        """``uint64[n_weights, ceil(n_tokens/64)]``: bit ``i % 64`` of word ``i // 64`` of row ``w`` is
+        set iff internal token ``i`` is in weight ``w`` (built once, then cached)."""
+        if self._dense is None:
+            n_words = (self.n_tokens + 63) // 64
+            bits = np.zeros((self.n_weights, n_words * 64), dtype=np.uint8)
+            for w in range(self.n_weights):
+                for lo, hi in self.weight_intervals(w):
+                    bits[w, lo:hi] = 1
+            packed = np.packbits(bits, axis=1, bitorder="little")
+            self._dense = np.ascontiguousarray(packed).view("<u8").astype(np.uint64, copy=False)
+        return self._dense
+
+    def fail_seed_tokens(self, cond: int) -> frozenset[int]:
+        """Tokens whose bytes, stepped from pending condition ``cond``, reach FALSE."""
+        w = int(self.fail_seed[self._cond_index[int(cond)]])
+        return frozenset() if w < 0 else self.weight_tokens(w)
+
+    def token_outcomes(self, q: int, tok: int) -> frozenset[Outcome]:
+        """The outcomes the automaton denotes for boundary state ``q`` and internal token ``tok``."""
+        out: set[Outcome] = set()
+        stack: list[tuple[int, tuple[int, ...]]] = [(self.root_of(q), ())]
+        while stack:
+            d, labels = stack.pop()
+            if self.weight_contains(int(self.final_weight[d]), tok):
+                out.add((labels, CLOSED))
+            for k in range(self.open_ptr[d], self.open_ptr[d + 1]):
+                if self.weight_contains(int(self.open_weight[k]), tok):
+                    out.add((labels, int(self.open_label[k])))
+            for k in range(self.edge_ptr[d], self.edge_ptr[d + 1]):
+                if self.weight_contains(int(self.edge_weight[k]), tok):
+                    stack.append((int(self.edge_target[k]), labels + (int(self.edge_label[k]),)))
+        return frozenset(out)
+
+    def denotation(self, q: int) -> dict[Outcome, frozenset[int]]:
+        """Every path of root ``q``'s automaton with its weight (∩ edge weights ∩ final weight):
+        ``{(labels, CLOSED or open terminal): internal token ids}`` (small vocabularies only)."""
+        out: dict[Outcome, frozenset[int]] = {}
+        full = frozenset(range(self.n_tokens))
+        stack: list[tuple[int, tuple[int, ...], frozenset[int]]] = [(self.root_of(q), (), full)]
+        while stack:
+            d, labels, acc = stack.pop()
+            ends = [(CLOSED, int(self.final_weight[d]))] + [
+                (int(self.open_label[k]), int(self.open_weight[k]))
+                for k in range(self.open_ptr[d], self.open_ptr[d + 1])
+            ]
+            for end, w in ends:
+                if w >= 0:
+                    got = acc & self.weight_tokens(w)
+                    if got:
+                        out[(labels, end)] = got
+            for k in range(self.edge_ptr[d], self.edge_ptr[d + 1]):
+                nxt = acc & self.weight_tokens(int(self.edge_weight[k]))
+                if nxt:
+                    stack.append((int(self.edge_target[k]), labels + (int(self.edge_label[k]),), nxt))
+        return out
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {name: getattr(self, name) for name in _ARRAYS}
+
+    def __repr__(self) -> str:
+        return (f"TerminalDWA(boundary_states={len(self.boundary_states)}, nodes={self.n_nodes}, "
+                f"edges={len(self.edge_label)}, open={len(self.open_label)}, weights={self.n_weights}, "
+                f"conds={len(self.cond_ids)})")
+
+
+_ARRAYS = (
+    "boundary_states", "roots",
+    "edge_ptr", "edge_label", "edge_target", "edge_weight",
+    "final_weight", "open_ptr", "open_label", "open_weight",
+    "weight_ptr", "weight_bounds", "cond_ids", "fail_seed",
+)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+class _Builder:
+    """One construction: the memoized trie walk, the condition seeds, then the hash-consed DAG."""
+
+    def __init__(self, lexer, trie, ignored: frozenset[int], label_of: dict[int, int], *,
+                 max_boundary_states: int, max_nodes: int, max_weights: int, max_walk_steps: int,
+                 max_seconds: Optional[float]):
+        self.lexer = lexer
+        self.trie = trie
+        self.ignored = ignored
+        self.label_of = label_of
+        self.relevant = frozenset(ignored) | frozenset(label_of)
+        self.max_boundary_states = max_boundary_states
+        self.max_nodes = max_nodes
+        self.max_weights = max_weights
+        self.max_walk_steps = max_walk_steps
+        self.max_seconds = max_seconds
+        self.t0 = time.perf_counter()
+        # trie as Python lists (fast indexing in the walk)
+        self.child_ptr = trie.child_ptr.tolist()
+        self.child_byte = trie.child_byte.tolist()
+        self.child_node = trie.child_node.tolist()
+        self.node_internal = trie.node_internal.tolist()
+        self.sub_lo = trie.node_subtree_lo.tolist()
+        self.sub_hi = trie.node_subtree_hi.tolist()
+        self._alive: dict[int, bool] = {}
+        self._open_labels: dict[int, tuple[int, ...]] = {}
+        self._steps: dict[tuple[tuple[int, tuple[int, ...]], int], tuple] = {}
+        self._memo: dict[tuple[int, tuple[int, tuple[int, ...]]], dict[Outcome, Intervals]] = {}
+        self.end_conds: set[int] = set()
+        self.walk_steps = 0
+
+    # ---------------------------------------------------------------- budgets
+    def _check_time(self, stage: str) -> None:
+        if self.max_seconds is not None and time.perf_counter() - self.t0 > self.max_seconds:
+            raise GrammarTooComplex(
+                f"terminal DWA ({stage}): build took more than {self.max_seconds} s (limit max_seconds)")
+
+    # ---------------------------------------------------------------- lexer semantics
+    def _lane_alive(self, q: int) -> bool:
+        hit = self._alive.get(q)
+        if hit is None:
+            hit = bool(self.lexer.futures(q) & self.relevant)
+            self._alive[q] = hit
+        return hit
+
+    def open_labels(self, q: int) -> tuple[int, ...]:
+        """What the parser may accept after a token that ends inside a lexeme in state ``q``:
+        LR terminals of its futures, and CLOSED when an ignored terminal is among them."""
+        hit = self._open_labels.get(q)
+        if hit is None:
+            fut = self.lexer.futures(q)
+            labs = {self.label_of[t] for t in fut if t in self.label_of}
+            if fut & self.ignored:
+                labs.add(CLOSED)
+            hit = tuple(sorted(labs))
+            self._open_labels[q] = hit
+        return hit
+
+    def _step(self, cfg: tuple[int, tuple[int, ...]], byte: int) -> tuple:
+        """The branches after one byte: ``((label or None, cfg'), ...)`` (recognizer semantics)."""
+        key = (cfg, byte)
+        hit = self._steps.get(key)
+        if hit is not None:
+            return hit
+        lexer = self.lexer
+        TRUE, FALSE = lexer.TRUE, lexer.FALSE
+        lex, conds = cfg
+        kept: set[int] = set()
+        dead = False
+        for c in conds:
+            c2 = lexer.cond_step(c, byte)
+            if c2 == FALSE:
+                dead = True
+                break
+            if c2 != TRUE:
+                kept.add(c2)
+        out: list[tuple[Optional[int], tuple[int, tuple[int, ...]]]] = []
+        if not dead:
+            q = lexer.initial if lex == _BOUNDARY else lex
+            q2, events = lexer.step(q, byte)
+            base = tuple(sorted(kept))
+            if q2 != lexer.DEAD and self._lane_alive(q2):
+                out.append((None, (q2, base)))
+            for term, cond in events:
+                if cond == FALSE or (cond != TRUE and not lexer.cond_satisfiable(cond)):
+                    continue
+                after = base if cond == TRUE else tuple(sorted(kept | {cond}))
+                if term in self.ignored:
+                    out.append((None, (_BOUNDARY, after)))
+                lab = self.label_of.get(term)
+                if lab is not None:
+                    out.append((lab, (_BOUNDARY, after)))
+        res = tuple(dict.fromkeys(out))  # dedupe, keep order
+        self._steps[key] = res
+        return res
+
+    # ---------------------------------------------------------------- the walk
+    def _items(self, node: int, cfg) -> list:
+        items = []
+        step = self._step
+        cb, cn = self.child_byte, self.child_node
+        for j in range(self.child_ptr[node], self.child_ptr[node + 1]):
+            for lab, cfg2 in step(cfg, cb[j]):
+                items.append((cn[j], lab, cfg2))
+        return items
+
+    def _own(self, node: int, cfg) -> dict[Outcome, list[int]]:
+        tok = self.node_internal[node]
+        if tok < 0:
+            return {}
+        lex, conds = cfg
+        if conds:
+            self.end_conds.update(conds)
+        return {((), CLOSED if lex == _BOUNDARY else lex): [tok, tok + 1]}
+
+    @staticmethod
+    def _merge(acc: dict, sub: Mapping[Outcome, Sequence[int]], lab: Optional[int]) -> None:
+        for (labs, end), ivs in sub.items():
+            k = (labs, end) if lab is None else ((lab,) + labs, end)
+            cur = acc.get(k)
+            if cur is None:
+                acc[k] = list(ivs)
+            else:
+                acc[k] = _append_into(cur, ivs)
+
+    def walk(self, node0: int, cfg0) -> Mapping[Outcome, Intervals]:
+        """``{(labels, end): intervals}`` for the tokens of ``node0``'s subtree, scanning the bytes
+        below ``node0`` from branch ``cfg0`` (``end`` = CLOSED or an open lexer state)."""
+        memo = self._memo
+        hit = memo.get((node0, cfg0))
+        if hit is not None:
+            return hit
+        child_ptr = self.child_ptr
+        # frame: [node, cfg, acc, items, next item index]
+        stack = [[node0, cfg0, self._own(node0, cfg0), self._items(node0, cfg0), 0]]
+        result: Mapping[Outcome, Intervals] = {}
+        while stack:
+            fr = stack[-1]
+            items, i = fr[3], fr[4]
+            pushed = False
+            while i < len(items):
+                cnode, lab, cfg2 = items[i]
+                self.walk_steps += 1
+                if self.walk_steps > self.max_walk_steps:
+                    raise GrammarTooComplex(
+                        f"terminal DWA (trie walk): more than {self.max_walk_steps} (trie node, "
+                        "branch) pairs (limit max_walk_steps)")
+                if (self.walk_steps & 4095) == 0:
+                    self._check_time("trie walk")
+                if child_ptr[cnode] == child_ptr[cnode + 1]:  # a leaf: its own token only
+                    self._merge(fr[2], self._own(cnode, cfg2), lab)
+                    i += 1
+                    continue
+                sub = memo.get((cnode, cfg2))
+                if sub is None:
+                    fr[4] = i
+                    stack.append([cnode, cfg2, self._own(cnode, cfg2), self._items(cnode, cfg2), 0])
+                    pushed = True
+                    break
+                self._merge(fr[2], sub, lab)
+                i += 1
+            if pushed:
+                continue
+            stack.pop()
+            done = {k: tuple(v) for k, v in fr[2].items()}
+            memo[(fr[0], fr[1])] = done
+            if stack:
+                parent = stack[-1]
+                self._merge(parent[2], done, parent[3][parent[4]][1])
+                parent[4] += 1
+            else:
+                result = done
+        return result
+
+    # ---------------------------------------------------------------- condition seeds
+    def fail_seed(self, cond: int) -> tuple[list[int], set[int]]:
+        """(intervals of tokens that drive ``cond`` to FALSE, conditions left pending at token ends)."""
+        lexer = self.lexer
+        TRUE, FALSE = lexer.TRUE, lexer.FALSE
+        cp, cb, cn = self.child_ptr, self.child_byte, self.child_node
+        out: list[int] = []
+        pending: set[int] = set()
+        stack = [(cn[j], cb[j], cond) for j in range(cp[1] - 1, cp[0] - 1, -1)]
+        while stack:
+            node, byte, c = stack.pop()
+            c2 = lexer.cond_step(c, byte)
+            if c2 == FALSE:
+                lo, hi = self.sub_lo[node], self.sub_hi[node]
+                if out and out[-1] == lo:
+                    out[-1] = hi
+                else:
+                    out.extend((lo, hi))
+                continue
+            if c2 == TRUE:
+                continue
+            if self.node_internal[node] >= 0:
+                pending.add(c2)
+            stack.extend((cn[j], cb[j], c2) for j in range(cp[node + 1] - 1, cp[node] - 1, -1))
+        return out, pending
+
+    # ---------------------------------------------------------------- assembly
+    def run(self, start_states: Iterable[int]) -> TerminalDWA:
+        lexer = self.lexer
+        order: list[int] = [lexer.initial]
+        seen = {lexer.initial}
+        for q in start_states:
+            if q not in seen and q >= 0:
+                seen.add(q)
+                order.append(int(q))
+        results: list[Mapping[Outcome, Intervals]] = []
+        i = 0
+        while i < len(order):
+            q = order[i]
+            cfg = (_BOUNDARY, ()) if q == lexer.initial else (q, ())
+            res = self.walk(0, cfg)
+            self._check_time("trie walk")
+            results.append(res)
+            for (_labs, end) in res:
+                if end >= 0 and end not in seen:
+                    if len(seen) >= self.max_boundary_states:
+                        raise GrammarTooComplex(
+                            f"terminal DWA (boundary states): more than {self.max_boundary_states} lexer "
+                            "states at token boundaries (limit max_boundary_states)")
+                    seen.add(end)
+                    order.append(end)
+            i += 1
+        t_walk = time.perf_counter() - self.t0
+        memo_entries = len(self._memo)
+        self._memo.clear()
+
+        # condition seeds, closed under "what the next tokens step a pending condition to"
+        seeds: dict[int, list[int]] = {}
+        work = sorted(self.end_conds)
+        while work:
+            c = work.pop()
+            if c in seeds:
+                continue
+            ivs, pending = self.fail_seed(c)
+            seeds[c] = ivs
+            work.extend(p for p in pending if p not in seeds)
+            self._check_time("condition seeds")
+
+        dag = _DagBuilder(self)
+        roots = [dag.add_root(res) for res in results]
+        seed_w = {c: dag.weight(ivs) for c, ivs in seeds.items()}
+        self._check_time("DAG")
+        stats = {
+            "boundary_states": len(order),
+            "distinct_roots": len(set(roots)),
+            "walk_steps": self.walk_steps,
+            "memo_entries": memo_entries,
+            "walk_seconds": t_walk,
+            "conds": len(seeds),
+        }
+        dwa = dag.finish(order, roots, seed_w, stats)
+        dwa.stats["build_seconds"] = time.perf_counter() - self.t0
+        return dwa
+
+
+class _DagBuilder:
+    """Hash-conses label trees bottom-up into one DAG over all roots, interning weights."""
+
+    def __init__(self, b: _Builder):
+        self.b = b
+        self.weights: dict[Intervals, int] = {}
+        self.weight_list: list[Intervals] = []
+        self.nodes: dict[tuple, int] = {}
+        self.node_list: list[tuple] = []
+        self.support: list[Intervals] = []
+
+    def weight(self, ivs: Sequence[int]) -> int:
+        if not ivs:
+            return -1
+        key = tuple(ivs)
+        w = self.weights.get(key)
+        if w is None:
+            if len(self.weight_list) >= self.b.max_weights:
+                raise GrammarTooComplex(
+                    f"terminal DWA (weights): more than {self.b.max_weights} distinct token sets "
+                    "(limit max_weights)")
+            w = len(self.weight_list)
+            self.weights[key] = w
+            self.weight_list.append(key)
+        return w
+
+    def add_root(self, res: Mapping[Outcome, Intervals]) -> int:
+        # label tree: node = [closed intervals, {open label: intervals}, {label: child}]
+        root: list = [[], {}, {}]
+        for (labs, end), ivs in res.items():
+            nd = root
+            for lab in labs:
+                ch = nd[2].get(lab)
+                if ch is None:
+                    ch = nd[2][lab] = [[], {}, {}]
+                nd = ch
+            targets = (CLOSED,) if end == CLOSED else self.b.open_labels(end)
+            for t in targets:
+                if t == CLOSED:
+                    nd[0] = _union2(nd[0], ivs) if nd[0] else list(ivs)
+                else:
+                    cur = nd[1].get(t)
+                    nd[1][t] = _union2(cur, ivs) if cur else list(ivs)
+        # post-order without recursion
+        ids: dict[int, int] = {}
+        stack = [(root, False)]
+        while stack:
+            nd, expanded = stack.pop()
+            if not expanded:
+                stack.append((nd, True))
+                stack.extend((ch, False) for ch in nd[2].values())
+                continue
+            ids[id(nd)] = self._intern(nd, ids)
+        return ids[id(root)]
+
+    def _intern(self, nd: list, ids: dict[int, int]) -> int:
+        closed, opens, children = nd
+        parts: list[Sequence[int]] = []
+        fw = self.weight(closed)
+        if closed:
+            parts.append(closed)
+        ow = []
+        for t in sorted(opens):
+            ow.append((t, self.weight(opens[t])))
+            parts.append(opens[t])
+        edges = []
+        for lab in sorted(children):
+            c = ids[id(children[lab])]
+            sup = self.support[c]
+            if not sup:
+                continue
+            edges.append((lab, self.weight(sup), c))
+            parts.append(sup)
+        key = (fw, tuple(ow), tuple(edges))
+        n = self.nodes.get(key)
+        if n is None:
+            if len(self.node_list) >= self.b.max_nodes:
+                raise GrammarTooComplex(
+                    f"terminal DWA (nodes): more than {self.b.max_nodes} automaton nodes (limit max_nodes)")
+            n = len(self.node_list)
+            self.nodes[key] = n
+            self.node_list.append(key)
+            self.support.append(tuple(_union_many(parts)))
+        return n
+
+    def finish(self, order: list[int], roots: list[int], seed_w: dict[int, int], stats: dict) -> TerminalDWA:
+        n = len(self.node_list)
+        new = lambda old: n - 1 - old  # children were created first: reversing makes edges go up
+        edge_ptr, edge_label, edge_target, edge_weight = [0], [], [], []
+        open_ptr, open_label, open_weight = [0], [], []
+        final_weight = []
+        for nid in range(n):
+            fw, ow, edges = self.node_list[n - 1 - nid]
+            final_weight.append(fw)
+            for t, w in ow:
+                open_label.append(t)
+                open_weight.append(w)
+            open_ptr.append(len(open_label))
+            for lab, w, c in edges:
+                edge_label.append(lab)
+                edge_weight.append(w)
+                edge_target.append(new(c))
+            edge_ptr.append(len(edge_label))
+        weight_ptr, bounds = [0], []
+        for ivs in self.weight_list:
+            bounds.extend(ivs)
+            weight_ptr.append(len(bounds))
+        conds = sorted(seed_w)
+        arrays = {
+            "boundary_states": order,
+            "roots": [new(r) for r in roots],
+            "edge_ptr": edge_ptr, "edge_label": edge_label, "edge_target": edge_target,
+            "edge_weight": edge_weight, "final_weight": final_weight,
+            "open_ptr": open_ptr, "open_label": open_label, "open_weight": open_weight,
+            "weight_ptr": weight_ptr, "weight_bounds": bounds,
+            "cond_ids": conds, "fail_seed": [seed_w[c] for c in conds],
+        }
+        arrays = {k: np.asarray(v, dtype=np.int32) for k, v in arrays.items()}
+        stats = dict(stats, nodes=n, edges=len(edge_label), open_finals=len(open_label),
+                     weights=len(self.weight_list))
+        return TerminalDWA(arrays, n_tokens=self.b.trie.n_internal, stats=stats)
