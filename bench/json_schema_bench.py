@@ -36,7 +36,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -358,17 +358,20 @@ def main() -> None:
     tallies = {n: Tally() for n in engines}
     per_split: dict[str, dict[str, Counter]] = {}
     t_start = time.time()
-    for split, rec in records(splits, args.max_per_split):
-        tests = rec.get("tests", [])[: args.max_instances or None]
-        docs = []
-        for t in tests:
-            text = json.dumps(reorder_to_schema(t["data"], rec["schema"]), ensure_ascii=False)
-            docs.append((bool(t["valid"]), tokenizer.encode(text, add_special_tokens=False).ids, text))
-        for name, eng in engines.items():
-            before = Counter(tallies[name].counts)
-            run_schema(eng, rec, docs, tallies[name], args.timeout)
-            per_split.setdefault(split, {}).setdefault(name, Counter()).update(tallies[name].counts - before)
-        print(f"# {split} {rec['file']} done ({time.time() - t_start:.0f}s)", file=sys.stderr, flush=True)
+    try:
+        for split, rec in records(splits, args.max_per_split):
+            tests = rec.get("tests", [])[: args.max_instances or None]
+            docs = []
+            for t in tests:
+                text = json.dumps(reorder_to_schema(t["data"], rec["schema"]), ensure_ascii=False)
+                docs.append((bool(t["valid"]), tokenizer.encode(text, add_special_tokens=False).ids, text))
+            for name, eng in engines.items():
+                before = Counter(tallies[name].counts)
+                run_schema(eng, rec, docs, tallies[name], args.timeout)
+                per_split.setdefault(split, {}).setdefault(name, Counter()).update(tallies[name].counts - before)
+            print(f"# {split} {rec['file']} done ({time.time() - t_start:.0f}s)", file=sys.stderr, flush=True)
+    except KeyboardInterrupt:  # Ctrl-C: report what was measured so far
+        print("# interrupted: partial results", file=sys.stderr)
 
     print(f"\nJSONSchemaBench/MaskBench, splits {', '.join(splits)}, up to {args.max_per_split or 'all'} schemas "
           f"per split, Llama-3.1 vocabulary, timeout {args.timeout:g}s, lenient={args.lenient}\n")

@@ -60,7 +60,6 @@ class Recognizer:
         ignored = set(grammar.ignore)
         self._ignored = frozenset(i for i, n in enumerate(names) if n in ignored)
         self._lex_of_lr = {table.terminal_index[n]: i for i, n in enumerate(names) if n in table.terminal_index}
-        self._start_lex: dict[Frontier, int] = {}
         self.initial: ConfigSet = frozenset((Config(BOUNDARY, self.glr.initial(), ()),))
         self._reset_cache()
 
@@ -68,6 +67,7 @@ class Recognizer:
         self._ids: dict[ConfigSet, int] = {}
         self._sets: list[ConfigSet] = []
         self._accepting: dict[ConfigSet, bool] = {}
+        self._start_lex: dict[Frontier, int] = {}
         self.table = np.full((1024, 256), self.UNKNOWN, dtype=np.int32)
 
     def trim(self) -> None:

@@ -63,6 +63,14 @@ def test_nfa_budget_raises_grammar_too_complex_naming_terminal():
     assert "BIG" in str(exc.value) and "5000" in str(exc.value)
 
 
+def test_lookahead_nesting_depth_budget_raises_grammar_too_complex():
+    deep = "a" + "(?=a" * 40 + ")" * 40
+    with pytest.raises(GrammarTooComplex) as exc:
+        Lexer([("DEEP", deep)])
+    assert "DEEP" in str(exc.value) and "32" in str(exc.value)
+    Lexer([("OK", "a" + "(?!a" * 30 + ")" * 30)])  # within the budget
+
+
 def test_state_budget_raises_grammar_too_complex():
     # /(a|b)*a(a|b){12}/ needs exponentially many lane states to scan
     lx = Lexer([("T", r"[ab]*a[ab]{12}c")], max_states=500)

@@ -23,6 +23,7 @@ from glrmask.lexer import Lexer, Settler  # noqa: E402
 
 EXAMPLES = int(os.environ.get("GLRMASK_LEXER_EXAMPLES", "300"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+NESTED_SETTINGS = settings(SETTINGS, max_examples=max(1, EXAMPLES // 2))
 SEEDS = st.integers(0, 2**32 - 1)
 """Seeds for a plain ``random.Random`` (chunk sizes, sampled texts): much cheaper than drawing
 every choice through hypothesis."""
@@ -90,7 +91,7 @@ def test_lookbehind_and_boundary_patterns_match_like_re(pattern, prefix, more, s
     check_continued(lx, pattern, prefix, more, rnd)
 
 
-@SETTINGS
+@NESTED_SETTINGS
 @given(nested, nest_texts, nest_texts, SEEDS)
 def test_nested_lookahead_patterns_match_like_re(pattern, prefix, more, seed):
     pattern, lx = build(pattern)
@@ -99,7 +100,7 @@ def test_nested_lookahead_patterns_match_like_re(pattern, prefix, more, seed):
     check_continued(lx, pattern, prefix, more, rnd)
 
 
-@SETTINGS
+@NESTED_SETTINGS
 @given(nested, SEEDS)
 def test_texts_sampled_from_nested_lookahead_patterns_match_like_re(pattern, seed):
     """Texts walked through the pattern itself, so that lookaheads at every depth pass and fail."""
@@ -128,7 +129,7 @@ def test_texts_built_from_the_pattern_match_like_re(pattern, seed):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.lists(st.one_of(plain, nested), min_size=2, max_size=3), nest_texts)
+@given(st.lists(st.one_of(plain, nested), min_size=2, max_size=3), st.one_of(texts, nest_texts))
 def test_joint_lexer_matches_each_terminal_independently(patterns, text):
     fixed = []
     for p in patterns:

@@ -23,7 +23,7 @@ so ``conds`` recurse; the depth is bounded by the pattern's nesting). The body i
 conditions passing, so the set is unordered and a path needing a superset of another's conditions
 at the same place is dropped. A positive atom is TRUE once a body match has no pending
 conditions left and FALSE once no path is open; a negative one the reverse. When the body holds
-lookbehinds or ``\b``, the atom carries its own copy of the terminal's lookbehind trackers
+lookbehinds or ``\\b``, the atom carries its own copy of the terminal's lookbehind trackers
 (they are a function of the bytes since the lexeme start, which the atom keeps reading).
 
 Everything is interned lazily (structural key -> int id) and transitions are memoized, so scanning

@@ -46,6 +46,9 @@ _AT_NAMES = {
     C.AT_END_STRING: "'\\Z' anchor",
 }
 _SINGLE_CHAR_OPS = (C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN)
+MAX_LOOK_DEPTH = 32
+"""Lookaheads nested deeper than this end in GrammarTooComplex (conditions recurse once per level
+when they are stepped, interned and resolved)."""
 
 
 @dataclass
@@ -289,6 +292,7 @@ class _Compiler:
         # identical lookaheads become identical condition atoms (and lookbehinds one tracker).
         self._look_cache: dict[tuple[int, int, int | None], int] = {}
         self._behind_cache: dict[tuple[int, int], int] = {}
+        self._look_depth = 0
 
     def reject(self, construct: str, why: str = "") -> RegexError:
         msg = f"terminal {self.t.name!r}: {construct} is not supported in /{self.t.pattern}/"
@@ -378,7 +382,16 @@ class _Compiler:
             key = (id(body), flags, mb if _reads_behind(body.data) else None)
             look = self._look_cache.get(key)
             if look is None:
-                start = self.seq(body.data, flags, p._new(SUBACCEPT), mb, "lookahead")
+                if self._look_depth >= MAX_LOOK_DEPTH:
+                    raise GrammarTooComplex(
+                        f"lexer: terminal {self.t.name!r} nests lookaheads more than "
+                        f"{MAX_LOOK_DEPTH} deep"
+                    )
+                self._look_depth += 1
+                try:
+                    start = self.seq(body.data, flags, p._new(SUBACCEPT), mb, "lookahead")
+                finally:
+                    self._look_depth -= 1
                 look = len(p.look_starts)
                 p.look_starts.append(start)
                 self._look_cache[key] = look
