@@ -30,12 +30,14 @@ a configuration that carries the condition).
 
 How. The trie is walked once per (trie node, branch) pair — memoized, so the many boundary states
 that converge after a byte or two share the rest of the walk, and dead branches never descend.
-The result of a pair is ``{(suffix labels, end): token intervals}`` over the subtree's internal ids
-(trie order makes subtrees intervals, so most weights stay one or two intervals). The per-root
-results are turned into label trees and hash-consed bottom-up over all roots at once, which merges
-identical subtrees into a DAG (a node's identity is its whole weighted suffix language, so the
+The result of a pair is a node of one hash-consed DAG of weighted label trees (a node is its final
+weight, its open weights and its labelled children; equal denotations are the same node), built
+bottom-up by memoized unions of the children's results. Sharing suffixes keeps ambiguous tokens
+linear (``*`` lexed as either of two terminals gives 2^n label words for ``*``^n, but n nodes).
+Weights are interned interval lists over internal ids (trie order makes subtrees intervals, so most
+weights are one or two intervals). A node's identity is its whole weighted suffix language, so the
 weight of a path is simply the final weight where it ends; edge weights are the supports of their
-targets and let a runtime stop early).
+targets and let a runtime stop early. Only the nodes reachable from the roots are kept.
 
 Flat layout (all ``int32`` numpy arrays; the Parser DWA composition and a Cython runtime read them):
 
@@ -116,34 +118,6 @@ def _union2(a: Sequence[int], b: Sequence[int]) -> list[int]:
     return out
 
 
-def _union_many(parts: Iterable[Sequence[int]]) -> list[int]:
-    pairs: list[tuple[int, int]] = []
-    for p in parts:
-        pairs.extend(zip(p[0::2], p[1::2]))
-    pairs.sort()
-    out: list[int] = []
-    for lo, hi in pairs:
-        if out and lo <= out[-1]:
-            if hi > out[-1]:
-                out[-1] = hi
-        else:
-            out.append(lo)
-            out.append(hi)
-    return out
-
-
-def _append_into(cur: list[int], ivs: Sequence[int]) -> list[int]:
-    """``cur ∪ ivs``, in place when ``ivs`` lies after ``cur`` (the common case of a pre-order walk)."""
-    if ivs[0] >= cur[-1]:
-        if ivs[0] == cur[-1]:
-            cur[-1] = ivs[1]
-            cur.extend(ivs[2:])
-        else:
-            cur.extend(ivs)
-        return cur
-    return _union2(cur, ivs)
-
-
 def _contains(ivs: Sequence[int], tok: int) -> bool:
     i = bisect_right(ivs, tok)
     return (i & 1) == 1
@@ -186,7 +160,7 @@ class TerminalDWA:
         ``start_states``). ``ignored``: lexer terminal ids of ignored terminals; ``label_of``: lexer
         terminal id → LR terminal id (terminals absent from both can never be used and are
         dropped). Budgets raise :class:`GrammarTooComplex` naming the limit: boundary states,
-        DAG nodes, distinct weights, walk steps ((trie node, branch) pairs expanded), wall time."""
+        interned DAG nodes (intermediate ones included), distinct weights, walk steps ((trie node, branch) pairs expanded), wall time."""
         b = _Builder(lexer, trie, frozenset(ignored), dict(label_of), max_boundary_states=max_boundary_states,
                      max_nodes=max_nodes, max_weights=max_weights, max_walk_steps=max_walk_steps,
                      max_seconds=max_seconds)
@@ -315,8 +289,10 @@ class _Builder:
         self._alive: dict[int, bool] = {}
         self._open_labels: dict[int, tuple[int, ...]] = {}
         self._steps: dict[tuple[tuple[int, tuple[int, ...]], int], tuple] = {}
-        self._memo: dict[tuple[int, tuple[int, tuple[int, ...]]], dict[Outcome, Intervals]] = {}
+        self._memo: dict[tuple[int, tuple[int, tuple[int, ...]]], int] = {}
+        self.dag = _Dag(max_nodes, max_weights)
         self.end_conds: set[int] = set()
+        self.end_states: set[int] = set()
         self.walk_steps = 0
 
     # ---------------------------------------------------------------- budgets
@@ -385,6 +361,7 @@ class _Builder:
         return res
 
     # ---------------------------------------------------------------- the walk
+    # ---------------------------------------------------------------- the walk
     def _items(self, node: int, cfg) -> list:
         items = []
         step = self._step
@@ -394,36 +371,34 @@ class _Builder:
                 items.append((cn[j], lab, cfg2))
         return items
 
-    def _own(self, node: int, cfg) -> dict[Outcome, list[int]]:
+    def _own(self, node: int, cfg) -> int:
+        """The DAG node of the outcome of the token ending at ``node`` (-1: no token here)."""
         tok = self.node_internal[node]
         if tok < 0:
-            return {}
+            return -1
         lex, conds = cfg
         if conds:
             self.end_conds.update(conds)
-        return {((), CLOSED if lex == _BOUNDARY else lex): [tok, tok + 1]}
+        w = self.dag.weight((tok, tok + 1))
+        if lex == _BOUNDARY:
+            return self.dag.node(w, (), ())
+        self.end_states.add(lex)
+        labels = self.open_labels(lex)
+        final = w if labels[0] == CLOSED else -1
+        return self.dag.node(final, tuple((t, w) for t in labels if t != CLOSED), ())
 
-    @staticmethod
-    def _merge(acc: dict, sub: Mapping[Outcome, Sequence[int]], lab: Optional[int]) -> None:
-        for (labs, end), ivs in sub.items():
-            k = (labs, end) if lab is None else ((lab,) + labs, end)
-            cur = acc.get(k)
-            if cur is None:
-                acc[k] = list(ivs)
-            else:
-                acc[k] = _append_into(cur, ivs)
-
-    def walk(self, node0: int, cfg0) -> Mapping[Outcome, Intervals]:
-        """``{(labels, end): intervals}`` for the tokens of ``node0``'s subtree, scanning the bytes
-        below ``node0`` from branch ``cfg0`` (``end`` = CLOSED or an open lexer state)."""
+    def walk(self, node0: int, cfg0) -> int:
+        """The DAG node (-1: nothing) denoting the outcomes of the tokens of ``node0``'s subtree,
+        scanning the bytes below ``node0`` from branch ``cfg0``."""
         memo = self._memo
         hit = memo.get((node0, cfg0))
         if hit is not None:
             return hit
+        dag = self.dag
         child_ptr = self.child_ptr
-        # frame: [node, cfg, acc, items, next item index]
+        # frame: [node, cfg, acc node, items, next item index]
         stack = [[node0, cfg0, self._own(node0, cfg0), self._items(node0, cfg0), 0]]
-        result: Mapping[Outcome, Intervals] = {}
+        result = -1
         while stack:
             fr = stack[-1]
             items, i = fr[3], fr[4]
@@ -435,28 +410,27 @@ class _Builder:
                     raise GrammarTooComplex(
                         f"terminal DWA (trie walk): more than {self.max_walk_steps} (trie node, "
                         "branch) pairs (limit max_walk_steps)")
-                if (self.walk_steps & 4095) == 0:
+                if (self.walk_steps & 1023) == 0:
                     self._check_time("trie walk")
                 if child_ptr[cnode] == child_ptr[cnode + 1]:  # a leaf: its own token only
-                    self._merge(fr[2], self._own(cnode, cfg2), lab)
-                    i += 1
-                    continue
-                sub = memo.get((cnode, cfg2))
-                if sub is None:
-                    fr[4] = i
-                    stack.append([cnode, cfg2, self._own(cnode, cfg2), self._items(cnode, cfg2), 0])
-                    pushed = True
-                    break
-                self._merge(fr[2], sub, lab)
+                    sub = self._own(cnode, cfg2)
+                else:
+                    sub = memo.get((cnode, cfg2))
+                    if sub is None:
+                        fr[4] = i
+                        stack.append([cnode, cfg2, self._own(cnode, cfg2), self._items(cnode, cfg2), 0])
+                        pushed = True
+                        break
+                fr[2] = dag.union(fr[2], dag.prefix(lab, sub))
                 i += 1
             if pushed:
                 continue
             stack.pop()
-            done = {k: tuple(v) for k, v in fr[2].items()}
+            done = fr[2]
             memo[(fr[0], fr[1])] = done
             if stack:
                 parent = stack[-1]
-                self._merge(parent[2], done, parent[3][parent[4]][1])
+                parent[2] = dag.union(parent[2], dag.prefix(parent[3][parent[4]][1], done))
                 parent[4] += 1
             else:
                 result = done
@@ -497,43 +471,36 @@ class _Builder:
             if q not in seen and q >= 0:
                 seen.add(q)
                 order.append(int(q))
-        results: list[Mapping[Outcome, Intervals]] = []
+        roots: list[int] = []
         i = 0
         while i < len(order):
             q = order[i]
             cfg = (_BOUNDARY, ()) if q == lexer.initial else (q, ())
-            res = self.walk(0, cfg)
+            roots.append(self.walk(0, cfg))
             self._check_time("trie walk")
-            results.append(res)
-            for (_labs, end) in res:
-                if end >= 0 and end not in seen:
-                    if len(seen) >= self.max_boundary_states:
-                        raise GrammarTooComplex(
-                            f"terminal DWA (boundary states): more than {self.max_boundary_states} lexer "
-                            "states at token boundaries (limit max_boundary_states)")
-                    seen.add(end)
-                    order.append(end)
+            for end in sorted(self.end_states - seen):
+                if len(seen) >= self.max_boundary_states:
+                    raise GrammarTooComplex(
+                        f"terminal DWA (boundary states): more than {self.max_boundary_states} lexer "
+                        "states at token boundaries (limit max_boundary_states)")
+                seen.add(end)
+                order.append(end)
             i += 1
         t_walk = time.perf_counter() - self.t0
         memo_entries = len(self._memo)
         self._memo.clear()
 
         # condition seeds, closed under "what the next tokens step a pending condition to"
-        seeds: dict[int, list[int]] = {}
+        seeds: dict[int, int] = {}
         work = sorted(self.end_conds)
         while work:
             c = work.pop()
             if c in seeds:
                 continue
             ivs, pending = self.fail_seed(c)
-            seeds[c] = ivs
+            seeds[c] = self.dag.weight(ivs)
             work.extend(p for p in pending if p not in seeds)
             self._check_time("condition seeds")
-
-        dag = _DagBuilder(self)
-        roots = [dag.add_root(res) for res in results]
-        seed_w = {c: dag.weight(ivs) for c, ivs in seeds.items()}
-        self._check_time("DAG")
         stats = {
             "boundary_states": len(order),
             "distinct_roots": len(set(roots)),
@@ -541,22 +508,29 @@ class _Builder:
             "memo_entries": memo_entries,
             "walk_seconds": t_walk,
             "conds": len(seeds),
+            "interned_nodes": len(self.dag.node_list),
         }
-        dwa = dag.finish(order, roots, seed_w, stats)
+        dwa = self.dag.finish(order, roots, seeds, stats, self.trie.n_internal)
         dwa.stats["build_seconds"] = time.perf_counter() - self.t0
         return dwa
 
 
-class _DagBuilder:
-    """Hash-conses label trees bottom-up into one DAG over all roots, interning weights."""
+class _Dag:
+    """Hash-consed weighted label trees: a node is ``(final weight, ((open label, weight), ...),
+    ((label, child), ...))`` (sorted, child ids lower than the node's), so equal denotations are
+    the same id; weights are interned interval tuples (-1 = empty). Unions are memoized."""
 
-    def __init__(self, b: _Builder):
-        self.b = b
+    def __init__(self, max_nodes: int, max_weights: int):
+        self.max_nodes = max_nodes
+        self.max_weights = max_weights
         self.weights: dict[Intervals, int] = {}
         self.weight_list: list[Intervals] = []
+        self._wunion: dict[tuple[int, int], int] = {}
         self.nodes: dict[tuple, int] = {}
         self.node_list: list[tuple] = []
-        self.support: list[Intervals] = []
+        self.support: list[int] = []
+        self._union: dict[tuple[int, int], int] = {}
+        self._prefix: dict[tuple[int, int], int] = {}
 
     def weight(self, ivs: Sequence[int]) -> int:
         if not ivs:
@@ -564,107 +538,141 @@ class _DagBuilder:
         key = tuple(ivs)
         w = self.weights.get(key)
         if w is None:
-            if len(self.weight_list) >= self.b.max_weights:
+            if len(self.weight_list) >= self.max_weights:
                 raise GrammarTooComplex(
-                    f"terminal DWA (weights): more than {self.b.max_weights} distinct token sets "
+                    f"terminal DWA (weights): more than {self.max_weights} distinct token sets "
                     "(limit max_weights)")
             w = len(self.weight_list)
             self.weights[key] = w
             self.weight_list.append(key)
         return w
 
-    def add_root(self, res: Mapping[Outcome, Intervals]) -> int:
-        # label tree: node = [closed intervals, {open label: intervals}, {label: child}]
-        root: list = [[], {}, {}]
-        for (labs, end), ivs in res.items():
-            nd = root
-            for lab in labs:
-                ch = nd[2].get(lab)
-                if ch is None:
-                    ch = nd[2][lab] = [[], {}, {}]
-                nd = ch
-            targets = (CLOSED,) if end == CLOSED else self.b.open_labels(end)
-            for t in targets:
-                if t == CLOSED:
-                    nd[0] = _union2(nd[0], ivs) if nd[0] else list(ivs)
-                else:
-                    cur = nd[1].get(t)
-                    nd[1][t] = _union2(cur, ivs) if cur else list(ivs)
-        # post-order without recursion
-        ids: dict[int, int] = {}
-        stack = [(root, False)]
-        while stack:
-            nd, expanded = stack.pop()
-            if not expanded:
-                stack.append((nd, True))
-                stack.extend((ch, False) for ch in nd[2].values())
-                continue
-            ids[id(nd)] = self._intern(nd, ids)
-        return ids[id(root)]
+    def wunion(self, a: int, b: int) -> int:
+        if a < 0 or a == b:
+            return b
+        if b < 0:
+            return a
+        key = (a, b) if a < b else (b, a)
+        w = self._wunion.get(key)
+        if w is None:
+            w = self.weight(_union2(self.weight_list[a], self.weight_list[b]))
+            self._wunion[key] = w
+        return w
 
-    def _intern(self, nd: list, ids: dict[int, int]) -> int:
-        closed, opens, children = nd
-        parts: list[Sequence[int]] = []
-        fw = self.weight(closed)
-        if closed:
-            parts.append(closed)
-        ow = []
-        for t in sorted(opens):
-            ow.append((t, self.weight(opens[t])))
-            parts.append(opens[t])
-        edges = []
-        for lab in sorted(children):
-            c = ids[id(children[lab])]
-            sup = self.support[c]
-            if not sup:
-                continue
-            edges.append((lab, self.weight(sup), c))
-            parts.append(sup)
-        key = (fw, tuple(ow), tuple(edges))
+    def node(self, final: int, opens: tuple, edges: tuple) -> int:
+        if final < 0 and not opens and not edges:
+            return -1
+        key = (final, opens, edges)
         n = self.nodes.get(key)
         if n is None:
-            if len(self.node_list) >= self.b.max_nodes:
+            if len(self.node_list) >= self.max_nodes:
                 raise GrammarTooComplex(
-                    f"terminal DWA (nodes): more than {self.b.max_nodes} automaton nodes (limit max_nodes)")
+                    f"terminal DWA (nodes): more than {self.max_nodes} automaton nodes (limit max_nodes)")
+            sup = final
+            for _t, w in opens:
+                sup = self.wunion(sup, w)
+            for _l, c in edges:
+                sup = self.wunion(sup, self.support[c])
             n = len(self.node_list)
             self.nodes[key] = n
             self.node_list.append(key)
-            self.support.append(tuple(_union_many(parts)))
+            self.support.append(sup)
         return n
 
-    def finish(self, order: list[int], roots: list[int], seed_w: dict[int, int], stats: dict) -> TerminalDWA:
-        n = len(self.node_list)
-        new = lambda old: n - 1 - old  # children were created first: reversing makes edges go up
+    def prefix(self, lab: Optional[int], n: int) -> int:
+        """The node denoting ``lab`` followed by ``n``'s outcomes (``n`` itself when no label)."""
+        if lab is None or n < 0:
+            return n
+        key = (lab, n)
+        hit = self._prefix.get(key)
+        if hit is None:
+            hit = self._prefix[key] = self.node(-1, (), ((lab, n),))
+        return hit
+
+    def union(self, a: int, b: int) -> int:
+        if a < 0 or a == b:
+            return b
+        if b < 0:
+            return a
+        key = (a, b) if a < b else (b, a)
+        hit = self._union.get(key)
+        if hit is not None:
+            return hit
+        fa, oa, ea = self.node_list[a]
+        fb, ob, eb = self.node_list[b]
+        final = self.wunion(fa, fb)
+        opens = dict(oa)
+        for t, w in ob:
+            opens[t] = self.wunion(opens.get(t, -1), w)
+        edges = dict(ea)
+        for lab, c in eb:
+            edges[lab] = self.union(edges.get(lab, -1), c)
+        res = self.node(final, tuple(sorted(opens.items())), tuple(sorted(edges.items())))
+        self._union[key] = res
+        return res
+
+    def finish(self, order: list[int], roots: list[int], seeds: dict[int, int], stats: dict,
+               n_tokens: int) -> TerminalDWA:
+        # nodes reachable from the roots, parents first (a child is always interned before its parent)
+        reach: set[int] = set()
+        stack = [r for r in roots if r >= 0]
+        while stack:
+            n = stack.pop()
+            if n in reach:
+                continue
+            reach.add(n)
+            stack.extend(c for _l, c in self.node_list[n][2])
+        empty = None
+        if any(r < 0 for r in roots):  # a boundary state where every token dies: one empty node
+            empty = len(self.node_list)
+            self.node_list.append((-1, (), ()))
+            self.support.append(-1)
+            reach.add(empty)
+        old_ids = sorted(reach, reverse=True)
+        new = {old: i for i, old in enumerate(old_ids)}
+        wmap: dict[int, int] = {}
+        wlist: list[Intervals] = []
+
+        def wid(w: int) -> int:
+            if w < 0:
+                return -1
+            r = wmap.get(w)
+            if r is None:
+                r = wmap[w] = len(wlist)
+                wlist.append(self.weight_list[w])
+            return r
+
         edge_ptr, edge_label, edge_target, edge_weight = [0], [], [], []
         open_ptr, open_label, open_weight = [0], [], []
         final_weight = []
-        for nid in range(n):
-            fw, ow, edges = self.node_list[n - 1 - nid]
-            final_weight.append(fw)
+        for old in old_ids:
+            fw, ow, edges = self.node_list[old]
+            final_weight.append(wid(fw))
             for t, w in ow:
                 open_label.append(t)
-                open_weight.append(w)
+                open_weight.append(wid(w))
             open_ptr.append(len(open_label))
-            for lab, w, c in edges:
+            for lab, c in edges:
                 edge_label.append(lab)
-                edge_weight.append(w)
-                edge_target.append(new(c))
+                edge_weight.append(wid(self.support[c]))
+                edge_target.append(new[c])
             edge_ptr.append(len(edge_label))
+        conds = sorted(seeds)
+        fail = [wid(seeds[c]) for c in conds]
         weight_ptr, bounds = [0], []
-        for ivs in self.weight_list:
+        for ivs in wlist:
             bounds.extend(ivs)
             weight_ptr.append(len(bounds))
-        conds = sorted(seed_w)
         arrays = {
             "boundary_states": order,
-            "roots": [new(r) for r in roots],
+            "roots": [new[r] if r >= 0 else new[empty] for r in roots],
             "edge_ptr": edge_ptr, "edge_label": edge_label, "edge_target": edge_target,
             "edge_weight": edge_weight, "final_weight": final_weight,
             "open_ptr": open_ptr, "open_label": open_label, "open_weight": open_weight,
             "weight_ptr": weight_ptr, "weight_bounds": bounds,
-            "cond_ids": conds, "fail_seed": [seed_w[c] for c in conds],
+            "cond_ids": conds, "fail_seed": fail,
         }
         arrays = {k: np.asarray(v, dtype=np.int32) for k, v in arrays.items()}
-        stats = dict(stats, nodes=n, edges=len(edge_label), open_finals=len(open_label),
-                     weights=len(self.weight_list))
-        return TerminalDWA(arrays, n_tokens=self.b.trie.n_internal, stats=stats)
+        stats = dict(stats, nodes=len(old_ids), edges=len(edge_label), open_finals=len(open_label),
+                     weights=len(wlist))
+        return TerminalDWA(arrays, n_tokens=n_tokens, stats=stats)
