@@ -123,7 +123,15 @@ class Mask:
         self.n_words = (vocab.n_logits + 31) // 32
         self._eos = tuple(sorted(set(vocab.eos_token_ids)))
         self._eos_set = frozenset(self._eos)
-        self.warnings: list[str] = list(grammar.warnings) + find_lookahead_collisions(self.grammar, self.lexer)
+        self._warnings: Optional[list[str]] = None
+
+    @property
+    def warnings(self) -> list[str]:
+        """Front-end warnings and possible lookahead collisions (DESIGN §2). The collision check
+        explores every terminal's lexer states, so it runs on first access, not at compile time."""
+        if self._warnings is None:
+            self._warnings = list(self.source_grammar.warnings) + find_lookahead_collisions(self.grammar, self.lexer)
+        return self._warnings
 
     # -- requests ---------------------------------------------------------------------------------
     def start(self) -> State:
