@@ -29,13 +29,23 @@ from glrmask.recognizer import BOUNDARY
 HARD_CASES = ["ambiguous_expr", "non_lalr", "right_recursive", "nullable_heavy", "keywords_vs_names",
               "lazy_quantifier", "trailing_lookahead", "number_list", "escaped_string",
               "unicode_class", "ignore_ws", "case_insensitive"]
+# corners beyond _grammars.py: a token ending inside an ignored lexeme that is not yet a match, and
+# an event whose condition can never hold
+EXTRA_CASES = {
+    "ignored_comment": ('start: X+\nX: "x"\nCOMMENT: /#[a-z]*;/\n%ignore COMMENT',
+                        ("#", "ab", ";", "x", "#a", "a;", "x#", "#;x")),
+    "contradictory_lookahead": ('start: Y "b" | "y" "c"\nY: /y(?=b)(?=c)/', ("y", "b", "c", "yb", "yc")),
+}
 JSON_GRAMMAR = Path(__file__).resolve().parents[1] / "grammars" / "json.lark"
 
 
 @lru_cache(maxsize=None)
 def tiny(name: str):
-    case = CASE_BY_NAME[name]
-    mask = glrmask.compile(case.grammar, tiny_vocab(list(case.pieces)), format="lark")
+    if name in EXTRA_CASES:
+        grammar, pieces = EXTRA_CASES[name]
+    else:
+        grammar, pieces = CASE_BY_NAME[name].grammar, CASE_BY_NAME[name].pieces
+    mask = glrmask.compile(grammar, tiny_vocab(list(pieces)), format="lark")
     return mask, StaticMasker(mask)
 
 
@@ -67,7 +77,7 @@ def assert_same(mask, sm: StaticMasker, configs, what) -> None:
 
 
 # ------------------------------------------------------------------------------ hard cases
-@pytest.mark.parametrize("name", HARD_CASES)
+@pytest.mark.parametrize("name", HARD_CASES + list(EXTRA_CASES))
 def test_static_equals_dynamic_on_every_reachable_configuration_set(name):
     mask, sm = tiny(name)
     sets = reachable_sets(mask)
@@ -76,7 +86,7 @@ def test_static_equals_dynamic_on_every_reachable_configuration_set(name):
         assert_same(mask, sm, configs, name)
 
 
-@pytest.mark.parametrize("name", HARD_CASES)
+@pytest.mark.parametrize("name", HARD_CASES + list(EXTRA_CASES))
 def test_static_equals_dynamic_on_each_single_configuration(name):
     mask, sm = tiny(name)
     for configs in reachable_sets(mask):

@@ -14,6 +14,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Iterable
 
+from glrmask.lexer.charsets import intersect  # same interval algebra; no universe clipping involved
+
 MAX_CP = 0x10FFFF
 SURR_LO, SURR_HI = 0xD800, 0xDFFF
 
@@ -41,19 +43,6 @@ def complement(ivs: Intervals) -> Intervals:
         prev = hi + 1
     if prev <= MAX_CP:
         out.append((prev, MAX_CP))
-    return tuple(out)
-
-
-def intersect(a: Intervals, b: Intervals) -> Intervals:
-    out, i, j = [], 0, 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if lo <= hi:
-            out.append((lo, hi))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
     return tuple(out)
 
 
