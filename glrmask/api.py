@@ -8,6 +8,7 @@ xgrammar and llguidance: bit ``id % 32`` of word ``id // 32``, ``ceil(n_logits /
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import Optional
 
@@ -61,7 +62,8 @@ class State:
         head = self._head
         if head.terminated:
             return False
-        s = self._mask.recognizer.step_bytes(head.configs, data)
+        with self._mask._lock:
+            s = self._mask.recognizer.step_bytes(head.configs, data)
         if not s:
             return False
         self._head = _History(s, False, head, head.depth + 1)
@@ -85,7 +87,10 @@ class State:
         """The output so far is a complete sentence (pending decisions resolved as at the end of the
         document). Stays true after an end token was committed."""
         head = self._head
-        return head.terminated or self._mask.recognizer.is_accepting(head.configs)
+        if head.terminated:
+            return True
+        with self._mask._lock:
+            return self._mask.recognizer.is_accepting(head.configs)
 
     def is_terminated(self) -> bool:
         """An end token was committed: the mask is all zeros and commit returns False."""
@@ -106,7 +111,8 @@ class State:
 
 class Mask:
     """A grammar compiled against one vocabulary. Immutable from the user's point of view and safe
-    to share between requests."""
+    to share between requests and threads: the recognizer's memo tables are filled lazily, so every
+    call that may fill them holds one lock (a cached transition costs no more than the lock)."""
 
     def __init__(self, grammar: Grammar, vocab: Vocab, *, mode: str = "dynamic", lexer_max_states: int = 200_000):
         if mode not in MODES:
@@ -124,6 +130,7 @@ class Mask:
         self._eos = tuple(sorted(set(vocab.eos_token_ids)))
         self._eos_set = frozenset(self._eos)
         self._warnings: Optional[list[str]] = None
+        self._lock = threading.RLock()
 
     @property
     def warnings(self) -> list[str]:
@@ -152,6 +159,10 @@ class Mask:
         return self._advance(state._head, int(token_id)) is not None
 
     def _fill(self, state: State, out: np.ndarray) -> None:
+        with self._lock:
+            self._fill_locked(state, out)
+
+    def _fill_locked(self, state: State, out: np.ndarray) -> None:
         head = state._head
         out[:] = 0
         if head.terminated:
@@ -163,6 +174,10 @@ class Mask:
                 u[t >> 5] |= np.uint32(1 << (t & 31))
 
     def _advance(self, head: _History, token: int) -> Optional[_History]:
+        with self._lock:
+            return self._advance_locked(head, token)
+
+    def _advance_locked(self, head: _History, token: int) -> Optional[_History]:
         if head.terminated or token < 0 or token >= self.vocab.size:
             return None
         if token in self._eos_set:
@@ -178,6 +193,10 @@ class Mask:
         return _History(s, False, head, head.depth + 1)
 
     def _forced_tokens(self, state: State, max_bytes: int = 4096) -> list[int]:
+        with self._lock:
+            return self._forced_tokens_locked(state, max_bytes)
+
+    def _forced_tokens_locked(self, state: State, max_bytes: int) -> list[int]:
         head = state._head
         if head.terminated:
             return []

@@ -168,3 +168,38 @@ def test_collision_is_reported():
 def test_json_grammar_has_no_collision_warnings(json_bytes):
     vocab, mask = json_bytes
     assert mask.warnings == []
+
+
+def test_one_mask_serves_many_threads(json_bytes):
+    """Requests on different threads share one Mask; each sees exactly its own masks."""
+    import threading
+
+    vocab, mask = json_bytes
+    docs = [b'{"a": [1, 2]}', b'[true, false, null]', b'"x\\u00e9"', b'{"k": {"n": -1.5e3}}']
+    expected = {}
+    for d in docs:
+        s = mask.start()
+        seq = []
+        for b in d:
+            seq.append(mask.get_mask(s).copy())
+            assert s.commit(b)
+        expected[d] = seq
+    errors = []
+
+    def worker(d):
+        try:
+            for _ in range(5):
+                s = mask.start()
+                for i, b in enumerate(d):
+                    if not np.array_equal(mask.get_mask(s), expected[d][i]) or not s.commit(b):
+                        errors.append(d)
+                        return
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(d,)) for d in docs * 2]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
