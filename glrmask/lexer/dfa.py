@@ -1,0 +1,448 @@
+"""A dense, minimized export of the lazy lexer (DESIGN §4.3, §4.10, §6).
+
+Why: the :class:`~glrmask.lexer.Lexer` interns states and conditions lazily as Python objects,
+which an offline artifact cannot store and a Cython runtime cannot step. :meth:`LexerDFA.explore`
+enumerates everything reachable (every lexer state over all 256 bytes, every condition an event
+can carry, closed under ``cond_step``), minimizes both automata by partition refinement, and lays
+the result out as flat numpy arrays:
+
+* ``trans int32[n_states, 256]``: next state, ``-1`` = DEAD;
+* events of the transition ``(s, b)`` in CSR: ``ev_term[k]``, ``ev_cond[k]`` for
+  ``k in range(ev_ptr[s*256+b], ev_ptr[s*256+b+1])``, in the lexer's order (by terminal);
+* ``futures uint64[n_states, n_words]``: bit ``t`` (word ``t // 64``) set iff terminal ``t`` is in
+  ``lexer.futures(q)``;
+* ``cond_trans int32[n_conds, 256]`` and ``cond_at_end uint8[n_conds]``: the condition automaton;
+  ids 0 (TRUE) and 1 (FALSE) are reserved and absorbing, exactly like the lexer's.
+
+Equivalence (the coarsest one that keeps everything a consumer can observe):
+
+* two conditions are equivalent iff their ``cond_at_end`` verdicts agree and, for every byte, their
+  successors are equivalent. TRUE and FALSE stay classes of their own: a pending condition is never
+  renamed to a settled verdict, so "settled now" and "still pending" remain distinguishable (the
+  terminal DWA keys branches on exactly that, §4.10);
+* two lexer states are equivalent iff their ``futures`` agree and, for every byte, their targets
+  are equivalent (DEAD only to DEAD) and their event lists are equal once every condition is
+  replaced by its class.
+
+Conditions do not depend on lexer states, so they are minimized first; lexer states are then
+refined against the condition classes (Moore's algorithm, vectorized: each round hashes the rows
+``(class, class of target per byte)`` with ``np.unique``). Ids are canonical: classes are numbered
+by their first member in the exploration order (breadth-first from ``lexer.initial``, then the
+extra start states), so the same terminals always give the same arrays.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from glrmask.errors import ArtifactError, GrammarTooComplex
+
+from .lexer import Lexer
+
+__all__ = ["LexerDFA"]
+
+DEAD = -1
+TRUE = 0
+FALSE = 1
+_UNEXPLORED = -2  # in the lazy-id maps: the lexer interned this id, but the export never saw it
+
+_ARRAY_NAMES = (
+    "trans", "ev_ptr", "ev_term", "ev_cond", "futures", "cond_trans", "cond_at_end",
+    "initial", "n_terminals", "lazy_state_map", "lazy_cond_map",
+)
+
+
+@dataclass(frozen=True, eq=False)
+class LexerDFA:
+    """The explicit lexer; see the module docstring for the meaning of each array.
+
+    ``lazy_state_map[q]`` / ``lazy_cond_map[c]`` translate the lazy lexer's ids (the one this was
+    explored from) to the minimized ids; ``-2`` marks ids the export did not reach.
+    """
+
+    trans: np.ndarray
+    ev_ptr: np.ndarray
+    ev_term: np.ndarray
+    ev_cond: np.ndarray
+    futures: np.ndarray
+    cond_trans: np.ndarray
+    cond_at_end: np.ndarray
+    initial: int
+    n_terminals: int
+    lazy_state_map: np.ndarray
+    lazy_cond_map: np.ndarray
+
+    DEAD = DEAD
+    TRUE = TRUE
+    FALSE = FALSE
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def explore(
+        cls,
+        lexer: Lexer,
+        start_states: Iterable[int] | None = None,
+        *,
+        max_states: int = 200_000,
+        max_conds: int = 200_000,
+    ) -> "LexerDFA":
+        """Enumerate every lexer state reachable from ``lexer.initial`` and ``start_states`` (e.g.
+        :meth:`Lexer.restrict` results) and every condition their events reach, then minimize.
+
+        Raises :class:`GrammarTooComplex` when more than ``max_states`` lexer states or
+        ``max_conds`` pending conditions are reachable (the lexer's own ``max_states`` applies to
+        its interning as well).
+        """
+        states, trans_raw, ev_raw, ev_lists = _explore_states(lexer, start_states, max_states)
+        conds, cond_trans_raw = _explore_conds(lexer, ev_lists, max_conds)
+        at_end = np.array([lexer.cond_at_end(c) for c in conds], dtype=np.uint8)
+
+        cond_cls = _minimize_conds(cond_trans_raw, at_end)
+        cond_new = _first_occurrence_ids(cond_cls)  # TRUE/FALSE are rows 0/1: they keep 0/1
+        cond_of = {c: int(cond_new[i]) for i, c in enumerate(conds)}
+
+        n_terms = len(lexer.terminal_names)
+        n_words = max(1, (n_terms + 63) // 64)
+        fut_rows = np.zeros((len(states), n_words), dtype=np.uint64)
+        for i, q in enumerate(states):
+            for t in lexer.futures(q):
+                fut_rows[i, t // 64] |= np.uint64(1) << np.uint64(t % 64)
+
+        # event lists with conditions replaced by their minimized ids, interned per transition
+        mapped_ids: dict[tuple, int] = {}
+        mapped_lists: list[tuple[tuple[int, int], ...]] = []
+        raw_to_mapped = np.empty(len(ev_lists), dtype=np.int64)
+        for k, evs in enumerate(ev_lists):
+            key = tuple((t, cond_of[c]) for t, c in evs)
+            mid = mapped_ids.get(key)
+            if mid is None:
+                mid = mapped_ids[key] = len(mapped_lists)
+                mapped_lists.append(key)
+            raw_to_mapped[k] = mid
+        ev_key = raw_to_mapped[ev_raw]
+
+        state_cls = _minimize_states(trans_raw, ev_key, fut_rows)
+        state_new = _first_occurrence_ids(state_cls)
+        n_states = int(state_new.max()) + 1 if len(states) else 0
+        reps = np.empty(n_states, dtype=np.int64)
+        reps[state_new[::-1]] = np.arange(len(states) - 1, -1, -1)  # first member of each class
+
+        rep_trans = trans_raw[reps]
+        trans = np.where(rep_trans >= 0, state_new[np.maximum(rep_trans, 0)], DEAD).astype(np.int32)
+        ev_ptr, ev_term, ev_cond = _events_csr(ev_key[reps], mapped_lists)
+
+        n_conds = int(cond_new.max()) + 1
+        creps = np.empty(n_conds, dtype=np.int64)
+        creps[cond_new[::-1]] = np.arange(len(conds) - 1, -1, -1)
+        cond_trans = cond_new[cond_trans_raw[creps]].astype(np.int32)
+
+        state_map = np.full(max(states) + 1 if states else 0, _UNEXPLORED, dtype=np.int32)
+        state_map[np.asarray(states, dtype=np.int64)] = state_new
+        cond_map = np.full(max(conds) + 1, _UNEXPLORED, dtype=np.int32)
+        cond_map[np.asarray(conds, dtype=np.int64)] = cond_new
+        return cls(
+            trans=trans,
+            ev_ptr=ev_ptr,
+            ev_term=ev_term,
+            ev_cond=ev_cond,
+            futures=np.ascontiguousarray(fut_rows[reps]),
+            cond_trans=cond_trans,
+            cond_at_end=np.ascontiguousarray(at_end[creps]),
+            initial=int(state_new[0]),
+            n_terminals=n_terms,
+            lazy_state_map=state_map,
+            lazy_cond_map=cond_map,
+        )
+
+    # ------------------------------------------------------------------ (de)serialization
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Plain numeric arrays for an artifact (scalars as 0-d int64 arrays)."""
+        return {
+            "trans": self.trans,
+            "ev_ptr": self.ev_ptr,
+            "ev_term": self.ev_term,
+            "ev_cond": self.ev_cond,
+            "futures": self.futures,
+            "cond_trans": self.cond_trans,
+            "cond_at_end": self.cond_at_end,
+            "initial": np.array(self.initial, dtype=np.int64),
+            "n_terminals": np.array(self.n_terminals, dtype=np.int64),
+            "lazy_state_map": self.lazy_state_map,
+            "lazy_cond_map": self.lazy_cond_map,
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], *, prefix: str = "") -> "LexerDFA":
+        """Rebuild from :meth:`arrays` (keys optionally prefixed, as stored beside other arrays in
+        one artifact). Checks shapes, dtypes and id ranges, raising :class:`ArtifactError`, so a
+        runtime that indexes the arrays without bounds checks cannot be handed corrupt ones."""
+        missing = [n for n in _ARRAY_NAMES if prefix + n not in arrays]
+        if missing:
+            raise ArtifactError(f"lexer DFA arrays missing: {', '.join(prefix + n for n in missing)}")
+        a = {n: np.asarray(arrays[prefix + n]) for n in _ARRAY_NAMES}
+
+        def want(name: str, dtype, ndim: int) -> np.ndarray:
+            x = a[name]
+            if x.dtype != np.dtype(dtype) or x.ndim != ndim:
+                raise ArtifactError(
+                    f"lexer DFA array {prefix + name!r}: expected {ndim}-d {np.dtype(dtype)}, "
+                    f"got {x.ndim}-d {x.dtype}"
+                )
+            return x
+
+        trans = want("trans", np.int32, 2)
+        ev_ptr = want("ev_ptr", np.int32, 1)
+        ev_term = want("ev_term", np.int32, 1)
+        ev_cond = want("ev_cond", np.int32, 1)
+        futures = want("futures", np.uint64, 2)
+        cond_trans = want("cond_trans", np.int32, 2)
+        cond_at_end = want("cond_at_end", np.uint8, 1)
+        initial = int(want("initial", np.int64, 0))
+        n_terms = int(want("n_terminals", np.int64, 0))
+        state_map = want("lazy_state_map", np.int32, 1)
+        cond_map = want("lazy_cond_map", np.int32, 1)
+
+        def bad(what: str) -> ArtifactError:
+            return ArtifactError(f"lexer DFA arrays are inconsistent: {what}")
+
+        n, m = trans.shape[0], cond_trans.shape[0]
+        if trans.shape[1] != 256 or cond_trans.shape[1] != 256:
+            raise bad("transition tables must have 256 columns")
+        if not 0 <= initial < n:
+            raise bad(f"initial state {initial} out of range [0, {n})")
+        if trans.size and (trans.min() < DEAD or trans.max() >= n):
+            raise bad("a transition targets a state out of range")
+        if m < 2 or cond_at_end.shape != (m,) or tuple(cond_at_end[:2]) != (1, 0):
+            raise bad("the condition table must start with TRUE and FALSE")
+        if cond_trans.min() < 0 or cond_trans.max() >= m or cond_trans[0].any() or (cond_trans[1] != 1).any():
+            raise bad("condition transitions out of range or TRUE/FALSE not absorbing")
+        if ev_ptr.shape != (n * 256 + 1,) or ev_ptr[0] != 0 or (np.diff(ev_ptr) < 0).any():
+            raise bad("ev_ptr must be a non-decreasing offset array of n_states*256+1 entries")
+        if ev_term.shape != ev_cond.shape or ev_term.shape[0] != ev_ptr[-1]:
+            raise bad("ev_term/ev_cond lengths differ from ev_ptr[-1]")
+        if ev_term.size and (ev_term.min() < 0 or ev_term.max() >= n_terms):
+            raise bad("an event names a terminal out of range")
+        if ev_cond.size and (ev_cond.min() < 0 or ev_cond.max() >= m):
+            raise bad("an event carries a condition out of range")
+        if futures.shape != (n, max(1, (n_terms + 63) // 64)):
+            raise bad("futures must have one row per state and ceil(n_terminals/64) words")
+        for name, mp, hi in (("lazy_state_map", state_map, n), ("lazy_cond_map", cond_map, m)):
+            if mp.size and (mp.min() < _UNEXPLORED or mp.max() >= hi or (mp == -1).any()):
+                raise bad(f"{name} holds ids out of range")
+        return cls(
+            trans=trans, ev_ptr=ev_ptr, ev_term=ev_term, ev_cond=ev_cond, futures=futures,
+            cond_trans=cond_trans, cond_at_end=cond_at_end, initial=initial, n_terminals=n_terms,
+            lazy_state_map=state_map, lazy_cond_map=cond_map,
+        )
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def n_states(self) -> int:
+        """Minimized lexer states (DEAD not counted)."""
+        return int(self.trans.shape[0])
+
+    @property
+    def n_conds(self) -> int:
+        """Minimized conditions, TRUE and FALSE included."""
+        return int(self.cond_trans.shape[0])
+
+    @property
+    def n_explored_states(self) -> int:
+        """Lazy lexer states the exploration reached (before minimization)."""
+        return int((self.lazy_state_map >= 0).sum())
+
+    @property
+    def n_explored_conds(self) -> int:
+        """Conditions the exploration reached (before minimization), TRUE and FALSE included."""
+        return int((self.lazy_cond_map >= 0).sum())
+
+    def state_id(self, q: int) -> int:
+        """The minimized id of the lazy lexer's state ``q`` (DEAD stays -1); KeyError if the
+        exploration never reached ``q``."""
+        if q == DEAD:
+            return DEAD
+        if not 0 <= q < self.lazy_state_map.shape[0] or self.lazy_state_map[q] == _UNEXPLORED:
+            raise KeyError(f"lexer state {q} was not explored (pass it in start_states)")
+        return int(self.lazy_state_map[q])
+
+    def cond_id(self, c: int) -> int:
+        """The minimized id of the lazy lexer's condition ``c`` (TRUE 0 / FALSE 1 unchanged)."""
+        if not 0 <= c < self.lazy_cond_map.shape[0] or self.lazy_cond_map[c] == _UNEXPLORED:
+            raise KeyError(f"condition {c} was not explored")
+        return int(self.lazy_cond_map[c])
+
+    def step(self, s: int, b: int) -> tuple[int, tuple[tuple[int, int], ...]]:
+        """Like :meth:`Lexer.step`, on the arrays (for Python callers and tests)."""
+        if s < 0:
+            return DEAD, ()
+        k = s * 256 + b
+        lo, hi = int(self.ev_ptr[k]), int(self.ev_ptr[k + 1])
+        events = tuple(zip(self.ev_term[lo:hi].tolist(), self.ev_cond[lo:hi].tolist()))
+        return int(self.trans[s, b]), events
+
+    def cond_step(self, c: int, b: int) -> int:
+        """Like :meth:`Lexer.cond_step`."""
+        return int(self.cond_trans[c, b])
+
+    def cond_holds_at_end(self, c: int) -> bool:
+        """Like :meth:`Lexer.cond_at_end`."""
+        return bool(self.cond_at_end[c])
+
+    def futures_of(self, s: int) -> frozenset[int]:
+        """Like :meth:`Lexer.futures`: the terminals whose bit is set in ``futures[s]``."""
+        if s < 0:
+            return frozenset()
+        out = []
+        for w, word in enumerate(self.futures[s].tolist()):
+            while word:
+                low = word & -word
+                out.append(w * 64 + low.bit_length() - 1)
+                word ^= low
+        return frozenset(out)
+
+
+# ---------------------------------------------------------------------- exploration
+def _explore_states(lexer: Lexer, start_states: Iterable[int] | None, max_states: int):
+    """Breadth-first over all bytes. Returns the lazy states in visiting order, their raw
+    transition table (exploration indices, -1 DEAD), the raw event-list id per transition and the
+    distinct raw event lists (lazy condition ids)."""
+    starts = [lexer.initial] + [q for q in (start_states or ()) if q != DEAD]
+    index: dict[int, int] = {}
+    states: list[int] = []
+    queue: deque[int] = deque()
+
+    def visit(q: int) -> int:
+        i = index.get(q)
+        if i is None:
+            if len(states) >= max_states:
+                raise GrammarTooComplex(
+                    f"lexer DFA export: more than {max_states} reachable lexer states "
+                    "(limit max_states)"
+                )
+            i = index[q] = len(states)
+            states.append(q)
+            queue.append(q)
+        return i
+
+    for q in starts:
+        visit(q)
+    ev_ids: dict[tuple, int] = {(): 0}
+    ev_lists: list[tuple] = [()]
+    rows_t: list[list[int]] = []
+    rows_e: list[list[int]] = []
+    step = lexer.step
+    while queue:
+        q = queue.popleft()
+        rt = [DEAD] * 256
+        re_ = [0] * 256
+        for b in range(256):
+            q2, ev = step(q, b)
+            if q2 != DEAD:
+                rt[b] = visit(q2)
+            if ev:
+                k = ev_ids.get(ev)
+                if k is None:
+                    k = ev_ids[ev] = len(ev_lists)
+                    ev_lists.append(ev)
+                re_[b] = k
+        rows_t.append(rt)
+        rows_e.append(re_)
+    trans = np.array(rows_t, dtype=np.int64).reshape(len(states), 256)
+    evs = np.array(rows_e, dtype=np.int64).reshape(len(states), 256)
+    return states, trans, evs, ev_lists
+
+
+def _explore_conds(lexer: Lexer, ev_lists: list[tuple], max_conds: int):
+    """Every condition named by an event, closed under ``cond_step``; TRUE and FALSE are always
+    indices 0 and 1. Returns the lazy ids in visiting order and their raw transition table."""
+    conds = [Lexer.TRUE, Lexer.FALSE]
+    index = {Lexer.TRUE: 0, Lexer.FALSE: 1}
+    queue: deque[int] = deque()
+
+    def visit(c: int) -> int:
+        i = index.get(c)
+        if i is None:
+            if len(conds) - 2 >= max_conds:
+                raise GrammarTooComplex(
+                    f"lexer DFA export: more than {max_conds} reachable pending match "
+                    "conditions (limit max_conds)"
+                )
+            i = index[c] = len(conds)
+            conds.append(c)
+            queue.append(c)
+        return i
+
+    for evs in ev_lists:
+        for _t, c in evs:
+            visit(c)
+    rows: list[list[int]] = [[0] * 256, [1] * 256]
+    step = lexer.cond_step
+    while queue:
+        c = queue.popleft()
+        rows.append([visit(step(c, b)) for b in range(256)])
+    return conds, np.array(rows, dtype=np.int64)
+
+
+# ---------------------------------------------------------------------- minimization
+def _refine(cls: np.ndarray, targets: np.ndarray, extra: np.ndarray | None = None) -> np.ndarray:
+    """Moore refinement to the fixed point: split classes whose members' rows
+    ``(own class, class of each target [-1 = none], extra columns)`` differ."""
+    n_cls = np.unique(cls).size  # (initial labels need not be contiguous)
+    while True:
+        tcls = np.where(targets >= 0, cls[np.maximum(targets, 0)], -1)
+        cols = [cls[:, None], tcls] + ([extra] if extra is not None else [])
+        rows = np.ascontiguousarray(np.concatenate(cols, axis=1))
+        _, new = np.unique(rows, axis=0, return_inverse=True)
+        new = new.reshape(-1)
+        n_new = int(new.max()) + 1 if new.size else 0
+        if n_new == n_cls:
+            return new
+        cls, n_cls = new, n_new
+
+
+def _minimize_conds(trans: np.ndarray, at_end: np.ndarray) -> np.ndarray:
+    # initial blocks: TRUE, FALSE, pending failing at the end, pending passing at the end
+    init = np.where(at_end.astype(np.int64) > 0, 3, 2)
+    init[0], init[1] = 0, 1
+    return _refine(init, trans)
+
+
+def _minimize_states(trans: np.ndarray, ev_key: np.ndarray, futures: np.ndarray) -> np.ndarray:
+    if trans.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64)
+    # event lists and futures never change during refinement: fold them into the first blocks
+    first = np.concatenate([futures.view(np.int64), ev_key], axis=1)
+    _, init = np.unique(np.ascontiguousarray(first), axis=0, return_inverse=True)
+    return _refine(init.reshape(-1), trans)
+
+
+def _first_occurrence_ids(cls: np.ndarray) -> np.ndarray:
+    """Renumber classes by the index of their first member (canonical, deterministic ids)."""
+    _, first = np.unique(cls, return_index=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    # np.unique sorts the labels, so label L is the L-th unique value
+    labels = np.unique(cls)
+    lut = np.empty(int(labels.max()) + 1, dtype=np.int64)
+    lut[labels] = rank
+    return lut[cls]
+
+
+def _events_csr(keys: np.ndarray, lists: list[tuple[tuple[int, int], ...]]):
+    """CSR over transitions ``s*256+b`` from the per-transition event-list ids ``keys``."""
+    lens = np.array([len(x) for x in lists], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lens)])
+    flat_t = np.array([t for x in lists for t, _ in x], dtype=np.int32)
+    flat_c = np.array([c for x in lists for _, c in x], dtype=np.int32)
+    k = keys.reshape(-1)
+    per = lens[k]
+    ptr = np.concatenate([[0], np.cumsum(per)])
+    total = int(ptr[-1])
+    src = np.repeat(starts[k] - ptr[:-1], per) + np.arange(total, dtype=np.int64)
+    if total >= 2**31:  # pragma: no cover - would need > 2^31 events
+        raise GrammarTooComplex("lexer DFA export: more than 2^31 events (limit int32 offsets)")
+    return ptr.astype(np.int32), flat_t[src], flat_c[src]
