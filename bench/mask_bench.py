@@ -3,7 +3,7 @@
 Usage:
     python bench/mask_bench.py [--tokenizer ../shared/data/tokenizers/llama-3.1/tokenizer.json]
                                [--grammar grammars/json.lark] [--docs tests/data/json_documents.jsonl]
-                               [--limit N]
+                               [--limit N] [--mode dynamic|static]
 
 Prints p50/p90/p99/p99.9/max and mean of the per-token time, and compile time (TTFM includes the
 first mask). Peers (llguidance, xgrammar, outlines-core) are not wired in yet: they belong with
@@ -32,9 +32,9 @@ def percentiles(samples_us: list[float]) -> str:
             f"max {a.max():8.1f}  mean {a.mean():8.1f}  (µs, n={len(a)})")
 
 
-def bench_glrmask(grammar: Path, vocab, docs: list[str]) -> None:
+def bench_glrmask(grammar: Path, vocab, docs: list[str], mode: str = "dynamic") -> None:
     t0 = time.perf_counter()
-    mask = glrmask.compile(grammar, vocab)
+    mask = glrmask.compile(grammar, vocab, mode=mode)
     state = mask.start()
     mask.get_mask(state)
     ttfm = time.perf_counter() - t0
@@ -50,7 +50,7 @@ def bench_glrmask(grammar: Path, vocab, docs: list[str]) -> None:
             if not ok:
                 rejected += 1
                 break
-    print(f"glrmask (dynamic)  TTFM {ttfm * 1e3:.1f} ms   false rejects {rejected}/{len(docs)}")
+    print(f"glrmask ({mode})  TTFM {ttfm * 1e3:.1f} ms   false rejects {rejected}/{len(docs)}")
     print(f"  TBM {percentiles(samples)}")
 
 
@@ -60,11 +60,12 @@ def main() -> None:
     ap.add_argument("--grammar", default=str(ROOT / "grammars/json.lark"))
     ap.add_argument("--docs", default=str(ROOT / "tests/data/json_documents.jsonl"))
     ap.add_argument("--limit", type=int, default=300)
+    ap.add_argument("--mode", choices=glrmask.api.MODES, default="dynamic")
     args = ap.parse_args()
     vocab = glrmask.Vocab.load(args.tokenizer)
     docs = [json.loads(l) for l in Path(args.docs).read_text(encoding="utf-8").splitlines()][: args.limit]
     print(f"{len(docs)} documents, vocabulary {vocab.name} ({vocab.size} tokens)")
-    bench_glrmask(Path(args.grammar), vocab, docs)
+    bench_glrmask(Path(args.grammar), vocab, docs, args.mode)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Optional
 
@@ -25,7 +26,29 @@ from .recognizer import ConfigSet, Recognizer
 from .trie import VocabTrie
 from .vocab import Vocab
 
-MODES = ("dynamic",)
+MODES = ("dynamic", "static")
+
+
+class _CachedStaticWords:
+    """The static masker's token words, cached per configuration set (LRU, read-only arrays) like
+    :class:`DynamicMasker`'s: a decode loop revisits the same few sets over and over."""
+
+    def __init__(self, masker, cache_size: int = 2048):
+        self.masker = masker
+        self._cache: OrderedDict[ConfigSet, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+
+    def token_words(self, s: ConfigSet) -> np.ndarray:
+        hit = self._cache.get(s)
+        if hit is not None:
+            self._cache.move_to_end(s)
+            return hit
+        words = self.masker.token_words(s)
+        words.flags.writeable = False
+        self._cache[s] = words
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return words
 
 
 @dataclass(frozen=True)
@@ -112,7 +135,13 @@ class State:
 class Mask:
     """A grammar compiled against one vocabulary. Immutable from the user's point of view and safe
     to share between requests and threads: the recognizer's memo tables are filled lazily, so every
-    call that may fill them holds one lock (a cached transition costs no more than the lock)."""
+    call that may fill them holds one lock (a cached transition costs no more than the lock).
+
+    ``mode="dynamic"`` computes a mask by walking the vocabulary trie through the recognizer;
+    ``mode="static"`` compiles the Terminal DWA and stack effects up front and reads masks from them
+    (:class:`glrmask.compiler.static_mask.StaticMasker`), with a recognizer whose lexemes start
+    from the unrestricted lexer so its lexer states are the ones the Terminal DWA was built for.
+    Both give the same masks and accept the same token sequences."""
 
     def __init__(self, grammar: Grammar, vocab: Vocab, *, mode: str = "dynamic", lexer_max_states: int = 200_000):
         if mode not in MODES:
@@ -122,10 +151,15 @@ class Mask:
         self.grammar = normalize(grammar)
         self.table = LRTable.build(self.grammar)
         self.lexer = Lexer([(t.name, t.pattern) for t in self.grammar.terminals.values()], max_states=lexer_max_states)
-        self.recognizer = Recognizer(self.grammar, self.table, self.lexer)
+        self.recognizer = Recognizer(self.grammar, self.table, self.lexer, restrict_lexer=mode != "static")
         self.trie = VocabTrie.for_vocab(vocab)
         self.mode = mode
-        self._masker = DynamicMasker(self.recognizer, self.trie, vocab.n_logits)
+        if mode == "static":
+            from .compiler.static_mask import StaticMasker
+
+            self._masker = _CachedStaticWords(StaticMasker(self))
+        else:
+            self._masker = DynamicMasker(self.recognizer, self.trie, vocab.n_logits)
         self.n_words = (vocab.n_logits + 31) // 32
         self._eos = tuple(sorted(set(vocab.eos_token_ids)))
         self._eos_set = frozenset(self._eos)

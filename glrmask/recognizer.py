@@ -10,6 +10,14 @@ A *configuration set* is interned to an int id, and the byte transition between 
 the recognizer is a lazily built DFA over configuration sets: replaying a token or walking the
 vocabulary trie becomes dictionary lookups once the states have been seen. Configurations with the
 same lexer state and conditions are merged by uniting their frontiers (both see the same future).
+
+``restrict_lexer`` chooses how a lexeme starts. By default the lexer is restricted to the terminals
+the parser can use there, so lanes carry parser-specific lexer states. With ``restrict_lexer=False``
+every lexeme starts from the unrestricted ``lexer.initial`` and a mid-lexeme lane is kept iff one
+of its future terminals is shiftable by its frontier or ignored. Both accept the same texts (the
+lanes of unusable terminals only ever report events the parser drops), but the unrestricted lexer
+states are exactly those the static masker's Terminal DWA reaches at token boundaries, so
+``mode="static"`` never meets a lexer state it has to rebuild for.
 """
 from __future__ import annotations
 
@@ -48,8 +56,10 @@ class Recognizer:
     UNKNOWN = -1
     DEAD_ID = -2
 
-    def __init__(self, grammar: Grammar, table: LRTable, lexer: Lexer, *, max_cached_sets: int = 100_000):
+    def __init__(self, grammar: Grammar, table: LRTable, lexer: Lexer, *, max_cached_sets: int = 100_000,
+                 restrict_lexer: bool = True):
         self.grammar = grammar
+        self.restrict_lexer = restrict_lexer
         self.lr_table = table
         self.lexer = lexer
         self.glr = GLR(table)
@@ -68,6 +78,8 @@ class Recognizer:
         self._sets: list[ConfigSet] = []
         self._accepting: dict[ConfigSet, bool] = {}
         self._start_lex: dict[Frontier, int] = {}
+        self._usable: dict[Frontier, frozenset[int]] = {}
+        self._lane_alive: dict[tuple[int, Frontier], bool] = {}
         self.table = np.full((1024, 256), self.UNKNOWN, dtype=np.int32)
 
     def trim(self) -> None:
@@ -120,18 +132,42 @@ class Recognizer:
                 return DEAD
         return s
 
-    def _lexer_start(self, frontier: Frontier) -> int:
-        """The lexer state at a lexeme start, restricted to what the parser can use next."""
-        q = self._start_lex.get(frontier)
-        if q is None:
+    def _usable_terminals(self, frontier: Frontier) -> frozenset[int]:
+        """Lexer terminals that matter after ``frontier``: the ones it can shift, and the ignored."""
+        u = self._usable.get(frontier)
+        if u is None:
             usable = set(self._ignored)
             for t in self.glr.acceptable(frontier):
                 lt = self._lex_of_lr.get(t)
                 if lt is not None:
                     usable.add(lt)
-            q = self.lexer.restrict(self.lexer.initial, frozenset(usable)) if usable else Lexer.DEAD
+            u = self._usable[frontier] = frozenset(usable)
+        return u
+
+    def _lexer_start(self, frontier: Frontier) -> int:
+        """The lexer state at a lexeme start: restricted to what the parser can use next, or the
+        unrestricted initial state when ``restrict_lexer`` is off."""
+        if not self.restrict_lexer:
+            return self.lexer.initial
+        q = self._start_lex.get(frontier)
+        if q is None:
+            usable = self._usable_terminals(frontier)
+            q = self.lexer.restrict(self.lexer.initial, usable) if usable else Lexer.DEAD
             self._start_lex[frontier] = q
         return q
+
+    def _lane_survives(self, q2: int, frontier: Frontier) -> bool:
+        """A mid-lexeme lane in lexer state ``q2`` (not DEAD) can still end in a terminal that
+        matters: any future at all for a restricted lexer (it only holds usable terminals), else a
+        future the frontier can shift or an ignored one."""
+        futures = self.lexer.futures(q2)
+        if self.restrict_lexer or not futures:
+            return bool(futures)
+        key = (q2, frontier)
+        r = self._lane_alive.get(key)
+        if r is None:
+            r = self._lane_alive[key] = not futures.isdisjoint(self._usable_terminals(frontier))
+        return r
 
     def _step_configs(self, configs: ConfigSet, byte: int) -> ConfigSet:
         lexer, glr = self.lexer, self.glr
@@ -154,7 +190,7 @@ class Recognizer:
                     continue
                 q2, events = lexer.step(q, byte)
                 base = tuple(sorted(conds))
-                if q2 != Lexer.DEAD and lexer.futures(q2):
+                if q2 != Lexer.DEAD and self._lane_survives(q2, cfg.frontier):
                     add(q2, cfg.frontier, base)
                 for term, cond in events:
                     if cond == Lexer.FALSE or (cond != Lexer.TRUE and not lexer.cond_satisfiable(cond)):
