@@ -79,29 +79,44 @@ def allowed_ids(bits: np.ndarray) -> np.ndarray:
     return np.flatnonzero(u)
 
 
+def _pick(ids: np.ndarray, vocab, rng: random.Random, finishing: bool) -> int:
+    """Uniform over the allowed tokens; once past --max-tokens, steer towards an end: take an end
+    token when one is allowed, else a uniformly chosen allowed token of the fewest bytes."""
+    if finishing:
+        ends = [int(t) for t in ids if int(t) in vocab.eos_token_ids]
+        if ends:
+            return ends[0]
+        lengths = [len(vocab.token_bytes(int(t))) for t in ids]
+        shortest = min(lengths)
+        ids = np.asarray([t for t, n in zip(ids, lengths) if n == shortest])
+    return int(ids[rng.randrange(len(ids))])
+
+
 def cmd_sample(args: argparse.Namespace) -> int:
     vocab, mask = _load(args)
     rng = random.Random(args.seed)
+    limit = args.max_tokens * (1 + args.finish_factor)
     for k in range(args.n):
         state = mask.start()
         dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
         out = sys.stdout
         n_tok = 0
-        ended = "max-tokens reached"
-        while n_tok < args.max_tokens:
+        ended = "token limit reached"
+        while n_tok < limit:
             ids = allowed_ids(mask.get_mask(state))
             accepting = state.is_accepting()
             if len(ids) == 0:
                 ended = "end of grammar" if accepting else "dead end (see warnings)"
                 break
-            if accepting and not vocab.eos_token_ids and rng.random() < 1.0 / (len(ids) + 1):
+            finishing = n_tok >= args.max_tokens
+            if accepting and not vocab.eos_token_ids and (finishing or rng.random() < 1.0 / (len(ids) + 1)):
                 ended = "end of grammar"
                 break
-            tok = int(ids[rng.randrange(len(ids))])
+            tok = _pick(ids, vocab, rng, finishing)
             state.commit(tok)
             n_tok += 1
             if state.is_terminated():
-                ended = "end token"
+                ended = "end token" + (" (steered to an end after --max-tokens)" if finishing else "")
                 break
             out.write(dec.decode(vocab.token_bytes(tok)))
             out.flush()
@@ -146,7 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_grammar_args(s)
     s.add_argument("-n", type=int, default=3, help="number of samples")
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--max-tokens", type=int, default=200)
+    s.add_argument("--max-tokens", type=int, default=100,
+                   help="tokens sampled uniformly; after that, sampling steers towards an end")
+    s.add_argument("--finish-factor", type=int, default=4,
+                   help="steering lasts at most this many times --max-tokens more tokens (0: cut off)")
     s.set_defaults(func=cmd_sample)
 
     c = sub.add_parser("check", help="replay a text through the masks; report the first disallowed token",

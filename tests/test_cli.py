@@ -120,3 +120,13 @@ def test_inconsistent_source_options_are_usage_errors(argv):
     with pytest.raises(SystemExit) as e:
         main(argv)
     assert e.value.code == 2
+
+
+def test_sample_steers_to_an_end_after_max_tokens(capsys):
+    assert main(["sample", LIST, "-n", "3", "--seed", "5", "--max-tokens", "3", "--finish-factor", "50"]) == 0
+    out, err = capsys.readouterr()
+    judge = Lark(LIST, parser="earley", lexer="dynamic", regex=False)
+    reports = [l for l in err.splitlines() if l.startswith("# sample")]
+    assert all("end token" in r for r in reports)
+    for line in out.split("\n")[:-1]:
+        judge.parse(line)
