@@ -4,8 +4,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from glrmask.vocab import Vocab
+
+# CI machines are small and shared: judge properties, never wall-clock time.
+settings.register_profile("glrmask", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("glrmask")
 
 DATA = Path(__file__).parent / "data"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
