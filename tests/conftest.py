@@ -1,6 +1,7 @@
 """Shared fixtures: vocabularies small enough for exhaustive checks, and the shipped real ones."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -8,8 +9,10 @@ from hypothesis import HealthCheck, settings
 
 from glrmask.vocab import Vocab
 
-# CI machines are small and shared: judge properties, never wall-clock time.
-settings.register_profile("glrmask", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# CI machines are small and shared: judge properties, never wall-clock time. On CI (CI=true) the
+# examples are derandomized so a run is reproducible; locally every run explores new examples.
+settings.register_profile("glrmask", deadline=None, suppress_health_check=[HealthCheck.too_slow],
+                          derandomize=bool(os.environ.get("CI")))
 settings.load_profile("glrmask")
 
 DATA = Path(__file__).parent / "data"
