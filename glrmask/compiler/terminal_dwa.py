@@ -58,6 +58,7 @@ Flat layout (all ``int32`` numpy arrays; the Parser DWA composition and a Cython
 """
 from __future__ import annotations
 
+import gc
 import time
 from bisect import bisect_right
 from typing import Iterable, Mapping, Optional, Sequence
@@ -65,6 +66,11 @@ from typing import Iterable, Mapping, Optional, Sequence
 import numpy as np
 
 from glrmask.errors import GrammarTooComplex
+
+try:  # the compiled DAG and walk (same operations, same order, several times faster)
+    from glrmask_ext.tdwa_walk import Dag as _CDag, walk as _cwalk
+except ImportError:  # pragma: no cover - extension not built: the pure-Python classes below
+    _CDag = _cwalk = None
 
 __all__ = ["CLOSED", "TerminalDWA", "terminal_labels"]
 
@@ -164,7 +170,15 @@ class TerminalDWA:
         b = _Builder(lexer, trie, frozenset(ignored), dict(label_of), max_boundary_states=max_boundary_states,
                      max_nodes=max_nodes, max_weights=max_weights, max_walk_steps=max_walk_steps,
                      max_seconds=max_seconds)
-        return b.run(start_states or ())
+        # The build allocates millions of small, acyclic tuples that stay alive; the cyclic GC would
+        # rescan them over and over (about two thirds of the build time), so pause it meanwhile.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return b.run(start_states or ())
+        finally:
+            if gc_was_enabled:
+                gc.enable()
 
     # ---------------------------------------------------------------- queries
     def root_of(self, q: int) -> int:
@@ -288,9 +302,12 @@ class _Builder:
         self.sub_hi = trie.node_subtree_hi.tolist()
         self._alive: dict[int, bool] = {}
         self._open_labels: dict[int, tuple[int, ...]] = {}
-        self._steps: dict[tuple[tuple[int, tuple[int, ...]], int], tuple] = {}
-        self._memo: dict[tuple[int, tuple[int, tuple[int, ...]]], int] = {}
-        self.dag = _Dag(max_nodes, max_weights)
+        self._cfg_ids: dict[tuple[int, tuple[int, ...]], int] = {}  # branch -> id
+        self._cfgs: list[tuple[int, tuple[int, ...]]] = []
+        self._cfg_steps: list[list] = []  # per branch id: 256 cached step results (None: not yet)
+        self._nn = len(self.node_internal)
+        self._memo: dict[int, int] = {}  # branch id * n_trie_nodes + trie node -> DAG node
+        self.dag = (_CDag or _Dag)(max_nodes, max_weights)
         self.end_conds: set[int] = set()
         self.end_states: set[int] = set()
         self.walk_steps = 0
@@ -322,15 +339,26 @@ class _Builder:
             self._open_labels[q] = hit
         return hit
 
-    def _step(self, cfg: tuple[int, tuple[int, ...]], byte: int) -> tuple:
-        """The branches after one byte: ``((label or None, cfg'), ...)`` (recognizer semantics)."""
-        key = (cfg, byte)
-        hit = self._steps.get(key)
+    def _cfg_id(self, cfg: tuple[int, tuple[int, ...]]) -> int:
+        """Intern a branch: the walk keys its memo and step tables by small ints, which hash far
+        faster than nested tuples."""
+        cid = self._cfg_ids.get(cfg)
+        if cid is None:
+            cid = self._cfg_ids[cfg] = len(self._cfgs)
+            self._cfgs.append(cfg)
+            self._cfg_steps.append([None] * 256)
+        return cid
+
+    def _step(self, cid: int, byte: int) -> tuple:
+        """The branches after one byte: ``((label or None, branch id'), ...)`` (recognizer
+        semantics), cached in a dense per-branch row of 256 entries."""
+        row = self._cfg_steps[cid]
+        hit = row[byte]
         if hit is not None:
             return hit
         lexer = self.lexer
         TRUE, FALSE = lexer.TRUE, lexer.FALSE
-        lex, conds = cfg
+        lex, conds = self._cfgs[cid]
         kept: set[int] = set()
         dead = False
         for c in conds:
@@ -356,27 +384,27 @@ class _Builder:
                 lab = self.label_of.get(term)
                 if lab is not None:
                     out.append((lab, (_BOUNDARY, after)))
-        res = tuple(dict.fromkeys(out))  # dedupe, keep order
-        self._steps[key] = res
+        res = tuple((lab, self._cfg_id(cfg2)) for lab, cfg2 in dict.fromkeys(out))  # dedupe, keep order
+        row[byte] = res
         return res
 
     # ---------------------------------------------------------------- the walk
-    # ---------------------------------------------------------------- the walk
-    def _items(self, node: int, cfg) -> list:
+    def _items(self, node: int, cid: int) -> list:
         items = []
         step = self._step
         cb, cn = self.child_byte, self.child_node
         for j in range(self.child_ptr[node], self.child_ptr[node + 1]):
-            for lab, cfg2 in step(cfg, cb[j]):
-                items.append((cn[j], lab, cfg2))
+            c = cn[j]
+            for lab, cid2 in step(cid, cb[j]):
+                items.append((c, lab, cid2))
         return items
 
-    def _own(self, node: int, cfg) -> int:
+    def _own(self, node: int, cid: int) -> int:
         """The DAG node of the outcome of the token ending at ``node`` (-1: no token here)."""
         tok = self.node_internal[node]
         if tok < 0:
             return -1
-        lex, conds = cfg
+        lex, conds = self._cfgs[cid]
         if conds:
             self.end_conds.update(conds)
         w = self.dag.weight((tok, tok + 1))
@@ -391,49 +419,66 @@ class _Builder:
         """The DAG node (-1: nothing) denoting the outcomes of the tokens of ``node0``'s subtree,
         scanning the bytes below ``node0`` from branch ``cfg0``."""
         memo = self._memo
-        hit = memo.get((node0, cfg0))
+        nn = self._nn
+        cid0 = self._cfg_id(cfg0)
+        if _cwalk is not None:
+            return _cwalk(self, node0, cid0)
+        hit = memo.get(cid0 * nn + node0)
         if hit is not None:
             return hit
         dag = self.dag
+        union, prefix = dag.union, dag.prefix
+        own, items_of = self._own, self._items
         child_ptr = self.child_ptr
-        # frame: [node, cfg, acc node, items, next item index]
-        stack = [[node0, cfg0, self._own(node0, cfg0), self._items(node0, cfg0), 0]]
+        max_steps = self.max_walk_steps
+        steps = self.walk_steps
+        # frame: [memo key, acc node, items, next item index]
+        stack = [[cid0 * nn + node0, own(node0, cid0), items_of(node0, cid0), 0]]
         result = -1
-        while stack:
-            fr = stack[-1]
-            items, i = fr[3], fr[4]
-            pushed = False
-            while i < len(items):
-                cnode, lab, cfg2 = items[i]
-                self.walk_steps += 1
-                if self.walk_steps > self.max_walk_steps:
-                    raise GrammarTooComplex(
-                        f"terminal DWA (trie walk): more than {self.max_walk_steps} (trie node, "
-                        "branch) pairs (limit max_walk_steps)")
-                if (self.walk_steps & 1023) == 0:
-                    self._check_time("trie walk")
-                if child_ptr[cnode] == child_ptr[cnode + 1]:  # a leaf: its own token only
-                    sub = self._own(cnode, cfg2)
+        try:
+            while stack:
+                fr = stack[-1]
+                items, i = fr[2], fr[3]
+                n_items = len(items)
+                acc = fr[1]
+                pushed = False
+                while i < n_items:
+                    cnode, lab, cid2 = items[i]
+                    steps += 1
+                    if steps > max_steps:
+                        raise GrammarTooComplex(
+                            f"terminal DWA (trie walk): more than {max_steps} (trie node, "
+                            "branch) pairs (limit max_walk_steps)")
+                    if (steps & 1023) == 0:
+                        self._check_time("trie walk")
+                    if child_ptr[cnode] == child_ptr[cnode + 1]:  # a leaf: its own token only
+                        sub = own(cnode, cid2)
+                    else:
+                        key = cid2 * nn + cnode
+                        sub = memo.get(key)
+                        if sub is None:
+                            fr[1] = acc
+                            fr[3] = i
+                            stack.append([key, own(cnode, cid2), items_of(cnode, cid2), 0])
+                            pushed = True
+                            break
+                    if lab is not None:
+                        sub = prefix(lab, sub)
+                    acc = union(acc, sub)
+                    i += 1
+                if pushed:
+                    continue
+                stack.pop()
+                memo[fr[0]] = acc
+                if stack:
+                    parent = stack[-1]
+                    lab = parent[2][parent[3]][1]
+                    parent[1] = union(parent[1], acc if lab is None else prefix(lab, acc))
+                    parent[3] += 1
                 else:
-                    sub = memo.get((cnode, cfg2))
-                    if sub is None:
-                        fr[4] = i
-                        stack.append([cnode, cfg2, self._own(cnode, cfg2), self._items(cnode, cfg2), 0])
-                        pushed = True
-                        break
-                fr[2] = dag.union(fr[2], dag.prefix(lab, sub))
-                i += 1
-            if pushed:
-                continue
-            stack.pop()
-            done = fr[2]
-            memo[(fr[0], fr[1])] = done
-            if stack:
-                parent = stack[-1]
-                parent[2] = dag.union(parent[2], dag.prefix(parent[3][parent[4]][1], done))
-                parent[4] += 1
-            else:
-                result = done
+                    result = acc
+        finally:
+            self.walk_steps = steps
         return result
 
     # ---------------------------------------------------------------- condition seeds
@@ -510,7 +555,7 @@ class _Builder:
             "conds": len(seeds),
             "interned_nodes": len(self.dag.node_list),
         }
-        dwa = self.dag.finish(order, roots, seeds, stats, self.trie.n_internal)
+        dwa = _Dag.finish(self.dag, order, roots, seeds, stats, self.trie.n_internal)  # either DAG class
         dwa.stats["build_seconds"] = time.perf_counter() - self.t0
         return dwa
 
@@ -525,12 +570,12 @@ class _Dag:
         self.max_weights = max_weights
         self.weights: dict[Intervals, int] = {}
         self.weight_list: list[Intervals] = []
-        self._wunion: dict[tuple[int, int], int] = {}
+        self._wunion: dict[int, int] = {}  # keys: lo << 32 | hi of the two ids
         self.nodes: dict[tuple, int] = {}
         self.node_list: list[tuple] = []
         self.support: list[int] = []
-        self._union: dict[tuple[int, int], int] = {}
-        self._prefix: dict[tuple[int, int], int] = {}
+        self._union: dict[int, int] = {}
+        self._prefix: dict[int, int] = {}
 
     def weight(self, ivs: Sequence[int]) -> int:
         if not ivs:
@@ -552,10 +597,20 @@ class _Dag:
             return b
         if b < 0:
             return a
-        key = (a, b) if a < b else (b, a)
+        key = (a << 32 | b) if a < b else (b << 32 | a)  # int keys hash faster than pairs
         w = self._wunion.get(key)
         if w is None:
-            w = self.weight(_union2(self.weight_list[a], self.weight_list[b]))
+            ia, ib = self.weight_list[a], self.weight_list[b]
+            if ia[0] > ib[0]:
+                ia, ib = ib, ia
+            # Trie order makes most unions append a later interval run: concatenate (fusing the
+            # touching ends) instead of merging; the result is the same list.
+            if ia[-1] < ib[0]:
+                w = self.weight(ia + ib)
+            elif ia[-1] == ib[0]:
+                w = self.weight(ia[:-1] + ib[1:])
+            else:
+                w = self.weight(_union2(ia, ib))
             self._wunion[key] = w
         return w
 
@@ -583,7 +638,7 @@ class _Dag:
         """The node denoting ``lab`` followed by ``n``'s outcomes (``n`` itself when no label)."""
         if lab is None or n < 0:
             return n
-        key = (lab, n)
+        key = lab << 32 | n
         hit = self._prefix.get(key)
         if hit is None:
             hit = self._prefix[key] = self.node(-1, (), ((lab, n),))
@@ -594,13 +649,20 @@ class _Dag:
             return b
         if b < 0:
             return a
-        key = (a, b) if a < b else (b, a)
+        key = (a << 32 | b) if a < b else (b << 32 | a)
         hit = self._union.get(key)
         if hit is not None:
             return hit
         fa, oa, ea = self.node_list[a]
         fb, ob, eb = self.node_list[b]
         final = self.wunion(fa, fb)
+        if not ea and not eb:
+            # Fast path (most unions merge sibling leaves): same calls, same result, no dicts.
+            if len(oa) == len(ob) and all(x[0] == y[0] for x, y in zip(oa, ob)):
+                wunion = self.wunion
+                res = self.node(final, tuple([(x[0], wunion(x[1], y[1])) for x, y in zip(oa, ob)]), ())
+                self._union[key] = res
+                return res
         opens = dict(oa)
         for t, w in ob:
             opens[t] = self.wunion(opens.get(t, -1), w)

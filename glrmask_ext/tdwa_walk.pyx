@@ -1,0 +1,323 @@
+# cython: language_level=3, wraparound=True, boundscheck=True
+"""Compiled core of :class:`glrmask.compiler.terminal_dwa.TerminalDWA` construction: the hash-consed
+DAG of weighted label trees and the memoized trie walk. Same operations in the same order as the
+pure-Python description in ``terminal_dwa`` (so the interned node order, hence the output, is
+identical); compiled because the build is millions of small dict/tuple operations."""
+from glrmask.errors import GrammarTooComplex
+
+
+cdef list _union2(tuple a, tuple b):
+    cdef list out = []
+    cdef Py_ssize_t i = 0, j = 0, na = len(a), nb = len(b)
+    cdef long lo, hi
+    while i < na or j < nb:
+        if j >= nb or (i < na and <long>a[i] <= <long>b[j]):
+            lo = a[i]; hi = a[i + 1]
+            i += 2
+        else:
+            lo = b[j]; hi = b[j + 1]
+            j += 2
+        if out and lo <= <long>out[-1]:
+            if hi > <long>out[-1]:
+                out[-1] = hi
+        else:
+            out.append(lo)
+            out.append(hi)
+    return out
+
+
+cdef class Dag:
+    """Hash-consed weighted label trees: a node is ``(final weight, ((open label, weight), ...),
+    ((label, child), ...))`` (sorted, child ids lower than the node's), so equal denotations are
+    the same id; weights are interned interval tuples (-1 = empty). Unions are memoized."""
+    cdef public long max_nodes, max_weights
+    cdef public dict weights, _wunion, nodes, _union, _prefix, _n0, _n1
+    cdef public list weight_list, node_list, support
+
+    def __init__(self, long max_nodes, long max_weights):
+        self.max_nodes = max_nodes
+        self.max_weights = max_weights
+        self.weights = {}
+        self.weight_list = []
+        self._wunion = {}
+        self.nodes = {}
+        self._n0 = {}
+        self._n1 = {}
+        self.node_list = []
+        self.support = []
+        self._union = {}
+        self._prefix = {}
+
+    cdef long _weight(self, tuple key) except? -2:
+        if not key:
+            return -1
+        w = self.weights.get(key)
+        if w is None:
+            if len(self.weight_list) >= self.max_weights:
+                raise GrammarTooComplex(
+                    f"terminal DWA (weights): more than {self.max_weights} distinct token sets "
+                    "(limit max_weights)")
+            w = len(self.weight_list)
+            self.weights[key] = w
+            self.weight_list.append(key)
+        return w
+
+    def weight(self, ivs):
+        return self._weight(tuple(ivs))
+
+    cdef long _wunion_(self, long a, long b) except? -2:
+        cdef tuple ia, ib
+        cdef long w
+        if a < 0 or a == b:
+            return b
+        if b < 0:
+            return a
+        key = (a << 32 | b) if a < b else (b << 32 | a)
+        hit = self._wunion.get(key)
+        if hit is not None:
+            return hit
+        ia = self.weight_list[a]
+        ib = self.weight_list[b]
+        if <long>ia[0] > <long>ib[0]:
+            ia, ib = ib, ia
+        if <long>ia[-1] < <long>ib[0]:
+            w = self._weight(ia + ib)
+        elif <long>ia[-1] == <long>ib[0]:
+            w = self._weight(ia[:-1] + ib[1:])
+        else:
+            w = self._weight(tuple(_union2(ia, ib)))
+        self._wunion[key] = w
+        return w
+
+    def wunion(self, long a, long b):
+        return self._wunion_(a, b)
+
+    cdef long _node(self, long final, tuple opens, tuple edges) except? -2:
+        cdef long sup, n
+        if final < 0 and not opens and not edges:
+            return -1
+        # The two commonest shapes (one token set, closed or open in one terminal) are looked up
+        # by an int key in their own dict; every node of such a shape goes through it, so ids
+        # stay unique.
+        if not edges:
+            if not opens:
+                ikey = final
+                hit = self._n0.get(ikey)
+                if hit is not None:
+                    return hit
+                n = self._new_node(final, opens, edges)
+                self._n0[ikey] = n
+                return n
+            if final < 0 and len(opens) == 1:
+                t, w = opens[0]
+                ikey = (<long>t) << 32 | <long>w
+                hit = self._n1.get(ikey)
+                if hit is not None:
+                    return hit
+                n = self._new_node(final, opens, edges)
+                self._n1[ikey] = n
+                return n
+        key = (final, opens, edges)
+        hit = self.nodes.get(key)
+        if hit is not None:
+            return hit
+        n = self._new_node(final, opens, edges)
+        self.nodes[key] = n
+        return n
+
+    cdef long _new_node(self, long final, tuple opens, tuple edges) except? -2:
+        cdef long sup, n
+        if len(self.node_list) >= self.max_nodes:
+            raise GrammarTooComplex(
+                f"terminal DWA (nodes): more than {self.max_nodes} automaton nodes (limit max_nodes)")
+        sup = final
+        for _t, w in opens:
+            sup = self._wunion_(sup, w)
+        for _l, c in edges:
+            sup = self._wunion_(sup, self.support[c])
+        n = len(self.node_list)
+        self.node_list.append((final, opens, edges))
+        self.support.append(sup)
+        return n
+
+    def node(self, long final, tuple opens, tuple edges):
+        return self._node(final, opens, edges)
+
+    cdef long _prefix_(self, object lab, long n) except? -2:
+        if lab is None or n < 0:
+            return n
+        key = (<long>lab) << 32 | n
+        hit = self._prefix.get(key)
+        if hit is not None:
+            return hit
+        r = self._node(-1, (), ((lab, n),))
+        self._prefix[key] = r
+        return r
+
+    def prefix(self, lab, long n):
+        return self._prefix_(lab, n)
+
+    cdef long _union_(self, long a, long b) except? -2:
+        cdef long final, res
+        cdef tuple oa, ob, ea, eb
+        if a < 0 or a == b:
+            return b
+        if b < 0:
+            return a
+        key = (a << 32 | b) if a < b else (b << 32 | a)
+        hit = self._union.get(key)
+        if hit is not None:
+            return hit
+        fa, oa, ea = self.node_list[a]
+        fb, ob, eb = self.node_list[b]
+        final = self._wunion_(fa, fb)
+        if not ea and not eb and len(oa) == len(ob):
+            same = True
+            for x, y in zip(oa, ob):
+                if x[0] != y[0]:
+                    same = False
+                    break
+            if same:
+                res = self._node(final, tuple([(x[0], self._wunion_(x[1], y[1])) for x, y in zip(oa, ob)]), ())
+                self._union[key] = res
+                return res
+        opens = dict(oa)
+        for t, w in ob:
+            opens[t] = self._wunion_(opens.get(t, -1), w)
+        edges = dict(ea)
+        for lab, c in eb:
+            edges[lab] = self._union_(edges.get(lab, -1), c)
+        res = self._node(final, tuple(sorted(opens.items())), tuple(sorted(edges.items())))
+        self._union[key] = res
+        return res
+
+    def union(self, long a, long b):
+        return self._union_(a, b)
+
+
+cdef class _Walk:
+    """The builder's tables, typed, plus its ``_own`` / ``_items`` (same logic and caches)."""
+    cdef object b
+    cdef Dag dag
+    cdef list node_internal, child_ptr, child_byte, child_node, cfgs, cfg_steps
+    cdef dict open_labels
+    cdef set end_conds, end_states
+
+    def __init__(self, b):
+        self.b = b
+        self.dag = b.dag
+        self.node_internal = b.node_internal
+        self.child_ptr = b.child_ptr
+        self.child_byte = b.child_byte
+        self.child_node = b.child_node
+        self.cfgs = b._cfgs
+        self.cfg_steps = b._cfg_steps
+        self.end_conds = b.end_conds
+        self.end_states = b.end_states
+        self.open_labels = b._open_labels
+
+    cdef long own(self, long node, long cid) except? -2:
+        cdef long tok = self.node_internal[node]
+        cdef long w, final, res
+        if tok < 0:
+            return -1
+        lex, conds = self.cfgs[cid]
+        if conds:
+            self.end_conds.update(conds)
+        if lex == -2:  # BOUNDARY
+            key = (tok, None)
+        else:
+            self.end_states.add(lex)
+            labs = self.open_labels.get(lex)
+            key = (tok, self.b.open_labels(lex) if labs is None else labs)
+        w = self.dag._weight((tok, tok + 1))
+        labels = key[1]
+        if labels is None:
+            return self.dag._node(w, (), ())
+        final = w if labels[0] == -1 else -1  # CLOSED
+        return self.dag._node(final, tuple([(t, w) for t in labels if t != -1]), ())
+
+    cdef list items(self, long node, long cid):
+        cdef list items = []
+        cdef list row = self.cfg_steps[cid]
+        cdef Py_ssize_t j
+        cdef long byte
+        for j in range(<long>self.child_ptr[node], <long>self.child_ptr[node + 1]):
+            c = self.child_node[j]
+            byte = self.child_byte[j]
+            res = row[byte]
+            if res is None:
+                res = self.b._step(cid, byte)
+            for lab, cid2 in res:
+                items.append((c, lab, cid2))
+        return items
+
+
+def walk(b, long node0, long cid0):
+    """The memoized trie walk of ``_Builder.walk`` (``b`` is the builder): the DAG node (-1:
+    nothing) of the tokens of ``node0``'s subtree scanned from branch ``cid0``."""
+    cdef dict memo = b._memo
+    cdef long nn = b._nn
+    cdef Dag dag = b.dag
+    cdef list child_ptr = b.child_ptr
+    cdef long max_steps = b.max_walk_steps
+    cdef long steps = b.walk_steps
+    cdef long key, acc, sub, cnode, cid2, res
+    cdef Py_ssize_t i, n_items
+    cdef list stack, fr, items, parent
+    cdef _Walk wk = _Walk(b)
+    key = cid0 * nn + node0
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    stack = [[key, wk.own(node0, cid0), wk.items(node0, cid0), 0]]
+    res = -1
+    try:
+        while stack:
+            fr = stack[-1]
+            items = fr[2]
+            i = fr[3]
+            n_items = len(items)
+            acc = fr[1]
+            pushed = False
+            while i < n_items:
+                cnode, lab, cid2 = items[i]
+                steps += 1
+                if steps > max_steps:
+                    raise GrammarTooComplex(
+                        f"terminal DWA (trie walk): more than {max_steps} (trie node, "
+                        "branch) pairs (limit max_walk_steps)")
+                if (steps & 1023) == 0:
+                    b._check_time("trie walk")
+                if <long>child_ptr[cnode] == <long>child_ptr[cnode + 1]:
+                    sub = wk.own(cnode, cid2)
+                else:
+                    key = cid2 * nn + cnode
+                    hit = memo.get(key)
+                    if hit is None:
+                        fr[1] = acc
+                        fr[3] = i
+                        stack.append([key, wk.own(cnode, cid2), wk.items(cnode, cid2), 0])
+                        pushed = True
+                        break
+                    sub = hit
+                if lab is not None:
+                    sub = dag._prefix_(lab, sub)
+                acc = dag._union_(acc, sub)
+                i += 1
+            if pushed:
+                continue
+            stack.pop()
+            memo[fr[0]] = acc
+            if stack:
+                parent = stack[-1]
+                lab = parent[2][parent[3]][1]
+                if lab is not None:
+                    acc = dag._prefix_(lab, acc)
+                parent[1] = dag._union_(parent[1], acc)
+                parent[3] += 1
+            else:
+                res = acc
+    finally:
+        b.walk_steps = steps
+    return res
