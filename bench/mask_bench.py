@@ -1,13 +1,16 @@
-"""Time between masks (get_mask + commit per token) replaying valid JSON documents, MaskBench style.
+"""Time between masks (get_mask + commit per token) replaying valid JSON documents, MaskBench style,
+glrmask side by side with llguidance and xgrammar in the same process.
 
 Usage:
     python bench/mask_bench.py [--tokenizer ../shared/data/tokenizers/llama-3.1/tokenizer.json]
                                [--grammar grammars/json.lark] [--docs tests/data/json_documents.jsonl]
-                               [--limit N] [--mode dynamic|static]
+                               [--limit N] [--modes static dynamic] [--engines glrmask llguidance xgrammar]
 
-Prints p50/p90/p99/p99.9/max and mean of the per-token time, and compile time (TTFM includes the
-first mask). Peers (llguidance, xgrammar, outlines-core) are not wired in yet: they belong with
-the static-mask benchmark of the offline compiler.
+Every engine replays the same token ids (the tokenizer's own encoding of each document). Printed per
+engine: TTFM (compile + first mask), the per-token TBM percentiles p50/p90/p99/p99.9/max and mean,
+and false rejects (a valid document whose token an engine refused). Peers, when importable: llguidance
+compiles the same Lark grammar text; xgrammar uses its built-in JSON grammar (its EBNF dialect differs,
+and the built-in one is the same language for valid documents).
 """
 from __future__ import annotations
 
@@ -32,26 +35,100 @@ def percentiles(samples_us: list[float]) -> str:
             f"max {a.max():8.1f}  mean {a.mean():8.1f}  (µs, n={len(a)})")
 
 
-def bench_glrmask(grammar: Path, vocab, docs: list[str], mode: str = "dynamic") -> None:
+def replay(name: str, make, token_docs: list[list[int]]) -> None:
+    """``make()`` compiles and returns ``new_matcher``; a matcher has ``mask()`` and ``commit(t)``."""
     t0 = time.perf_counter()
-    mask = glrmask.compile(grammar, vocab, mode=mode)
-    state = mask.start()
-    mask.get_mask(state)
+    new_matcher = make()
+    m = new_matcher()
+    m.mask()
     ttfm = time.perf_counter() - t0
     samples: list[float] = []
     rejected = 0
-    for text in docs:
-        state = mask.start()
-        for tok in vocab.encode(text):
+    for ids in token_docs:
+        m = new_matcher()
+        for tok in ids:
             t = time.perf_counter()
-            mask.get_mask(state)
-            ok = state.commit(tok)
+            m.mask()
+            ok = m.commit(tok)
             samples.append((time.perf_counter() - t) * 1e6)
             if not ok:
                 rejected += 1
                 break
-    print(f"glrmask ({mode})  TTFM {ttfm * 1e3:.1f} ms   false rejects {rejected}/{len(docs)}")
+    print(f"{name:<22} TTFM {ttfm * 1e3:8.1f} ms   false rejects {rejected}/{len(token_docs)}")
     print(f"  TBM {percentiles(samples)}")
+
+
+def glrmask_engine(grammar: Path, vocab, mode: str):
+    def make():
+        mask = glrmask.compile(grammar, vocab, mode=mode)
+
+        class M:
+            def __init__(self):
+                self.state = mask.start()
+
+            def mask(self):
+                return mask.get_mask(self.state)
+
+            def commit(self, tok):
+                return self.state.commit(tok)
+        return M
+    return make
+
+
+def llguidance_engine(grammar: Path, tokenizer: str):
+    import llguidance
+    import llguidance.hf
+    import llguidance.numpy
+    import transformers
+
+    hf = transformers.PreTrainedTokenizerFast(tokenizer_file=tokenizer)
+    tok = llguidance.hf.from_tokenizer(hf)
+    fill, n = llguidance.numpy.fill_next_token_bitmask, tok.vocab_size
+
+    def make():
+        g = llguidance.LLMatcher.grammar_from_lark(grammar.read_text(encoding="utf-8"))
+        proto = llguidance.LLMatcher(tok, g, log_level=0)
+        if proto.is_error():
+            raise RuntimeError(proto.get_error())
+
+        class M:
+            def __init__(self):
+                self.m = proto.deep_copy()
+                self.words = np.zeros((1, (n + 31) // 32), dtype=np.int32)
+
+            def mask(self):
+                fill(self.m, self.words, 0)
+                return self.words
+
+            def commit(self, t):
+                return self.m.consume_token(t)
+        return M
+    return make
+
+
+def xgrammar_engine(tokenizer: str):
+    import transformers
+    import xgrammar as xgr
+
+    hf = transformers.PreTrainedTokenizerFast(tokenizer_file=tokenizer)
+    info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=len(hf))
+
+    def make():
+        compiled = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False).compile_builtin_json_grammar()
+
+        class M:
+            def __init__(self):
+                self.m = xgr.GrammarMatcher(compiled)
+                self.t = xgr.allocate_token_bitmask(1, info.vocab_size)
+
+            def mask(self):
+                self.m.fill_next_token_bitmask(self.t)
+                return self.t
+
+            def commit(self, t):
+                return self.m.accept_token(t)
+        return M
+    return make
 
 
 def main() -> None:
@@ -60,12 +137,31 @@ def main() -> None:
     ap.add_argument("--grammar", default=str(ROOT / "grammars/json.lark"))
     ap.add_argument("--docs", default=str(ROOT / "tests/data/json_documents.jsonl"))
     ap.add_argument("--limit", type=int, default=300)
-    ap.add_argument("--mode", choices=glrmask.api.MODES, default="dynamic")
+    ap.add_argument("--modes", nargs="*", choices=["static", "dynamic"], default=["static", "dynamic"])
+    ap.add_argument("--engines", nargs="*", default=["glrmask", "llguidance", "xgrammar"])
     args = ap.parse_args()
     vocab = glrmask.Vocab.load(args.tokenizer)
     docs = [json.loads(l) for l in Path(args.docs).read_text(encoding="utf-8").splitlines()][: args.limit]
-    print(f"{len(docs)} documents, vocabulary {vocab.name} ({vocab.size} tokens)")
-    bench_glrmask(Path(args.grammar), vocab, docs, args.mode)
+    token_docs = [vocab.encode(d) for d in docs]
+    grammar = Path(args.grammar)
+    print(f"{len(docs)} documents, {sum(map(len, token_docs))} tokens, vocabulary {vocab.name} "
+          f"({vocab.size} tokens), grammar {grammar.name}")
+    if "glrmask" in args.engines:
+        for mode in args.modes:
+            replay(f"glrmask ({mode})", glrmask_engine(grammar, vocab, mode), token_docs)
+    peers = {"llguidance": lambda: llguidance_engine(grammar, args.tokenizer),
+             "xgrammar": lambda: xgrammar_engine(args.tokenizer)}
+    for name in args.engines:
+        if name in peers:
+            try:
+                make = peers[name]()
+            except ImportError as e:
+                print(f"{name:<22} skipped: {e}")
+                continue
+            if name == "xgrammar" and grammar.name != "json.lark":
+                print(f"{name:<22} skipped: only its built-in JSON grammar is wired")
+                continue
+            replay(name, make, token_docs)
 
 
 if __name__ == "__main__":

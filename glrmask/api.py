@@ -11,22 +11,24 @@ import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
 from .collisions import find_lookahead_collisions
 from .dynamic import DynamicMasker
+from .errors import GlrmaskError
 from .grammar.ir import Grammar
 from .grammar.loader import load_grammar
 from .grammar.normalize import normalize
 from .lexer import Lexer
+from .lexer.dense import DenseLexer
 from .lr.table import LRTable
 from .recognizer import ConfigSet, Recognizer
 from .trie import VocabTrie
 from .vocab import Vocab
 
-MODES = ("dynamic", "static")
+MODES = ("static", "dynamic", "auto")
 
 
 class _CachedStaticWords:
@@ -51,6 +53,19 @@ class _CachedStaticWords:
         return words
 
 
+class _Engine:
+    """A recognizer and the masker that answers for its configuration sets. A request keeps the
+    engine it started with (its configuration sets only mean something to that recognizer), so
+    ``mode="auto"`` can switch new requests to the static engine while old ones finish."""
+
+    __slots__ = ("recognizer", "masker", "kind")
+
+    def __init__(self, recognizer: Recognizer, masker, kind: str) -> None:
+        self.recognizer = recognizer
+        self.masker = masker
+        self.kind = kind
+
+
 @dataclass(frozen=True)
 class _History:
     """One committed step: the configuration set after it, and the link to the step before."""
@@ -59,6 +74,7 @@ class _History:
     terminated: bool
     prev: Optional["_History"]
     depth: int
+    engine: _Engine
 
 
 class State:
@@ -86,10 +102,10 @@ class State:
         if head.terminated:
             return False
         with self._mask._lock:
-            s = self._mask.recognizer.step_bytes(head.configs, data)
+            s = head.engine.recognizer.step_bytes(head.configs, data)
         if not s:
             return False
-        self._head = _History(s, False, head, head.depth + 1)
+        self._head = _History(s, False, head, head.depth + 1, head.engine)
         return True
 
     def rollback(self, n: int = 1) -> None:
@@ -113,7 +129,7 @@ class State:
         if head.terminated:
             return True
         with self._mask._lock:
-            return self._mask.recognizer.is_accepting(head.configs)
+            return head.engine.recognizer.is_accepting(head.configs)
 
     def is_terminated(self) -> bool:
         """An end token was committed: the mask is all zeros and commit returns False."""
@@ -134,49 +150,159 @@ class State:
 
 class Mask:
     """A grammar compiled against one vocabulary. Immutable from the user's point of view and safe
-    to share between requests and threads: the recognizer's memo tables are filled lazily, so every
-    call that may fill them holds one lock (a cached transition costs no more than the lock).
+    to share between requests and threads: memo tables are filled lazily, so every call that may
+    fill them holds one lock (a cached transition costs no more than the lock).
 
-    ``mode="dynamic"`` computes a mask by walking the vocabulary trie through the recognizer;
-    ``mode="static"`` compiles the Terminal DWA and stack effects up front and reads masks from them
-    (:class:`glrmask.compiler.static_mask.StaticMasker`), with a recognizer whose lexemes start
-    from the unrestricted lexer so its lexer states are the ones the Terminal DWA was built for.
-    Both give the same masks and accept the same token sequences."""
+    Modes:
 
-    def __init__(self, grammar: Grammar, vocab: Vocab, *, mode: str = "dynamic", lexer_max_states: int = 200_000):
+    * ``"static"`` (default): the offline compiler runs up front (dense lexer, stack effects,
+      Terminal DWA, token classes, Parser DWA) and a mask is a walk of the Parser DWA over the
+      parser stacks; the recognizer's lexemes start from the unrestricted lexer, so its lexer
+      states are the ones the automata were built for. Only static masks can be saved.
+    * ``"dynamic"``: nothing is compiled ahead; a mask walks the vocabulary trie through the
+      recognizer (first mask at once, slower tail).
+    * ``"auto"``: dynamic at once, static for requests started after a background compile ends
+      (:meth:`wait_static`); a compile that fails a budget leaves the mask dynamic
+      (``static_error`` says why).
+
+    All modes give the same masks and accept the same token sequences."""
+
+    def __init__(self, grammar: Grammar, vocab: Vocab, *, mode: str = "static", lexer_max_states: int = 200_000,
+                 limits: Optional[dict] = None,
+                 on_stage: Optional[Callable[[str, float, dict], None]] = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        self.vocab = vocab
-        self.source_grammar = grammar
-        self.grammar = normalize(grammar)
+        self._init_common(vocab, grammar, normalize(grammar), mode)
         self.table = LRTable.build(self.grammar)
-        self.lexer = Lexer([(t.name, t.pattern) for t in self.grammar.terminals.values()], max_states=lexer_max_states)
-        self.recognizer = Recognizer(self.grammar, self.table, self.lexer, restrict_lexer=mode != "static")
-        self.trie = VocabTrie.for_vocab(vocab)
-        self.mode = mode
+        self._lazy_lexer = Lexer([(t.name, t.pattern) for t in self.grammar.terminals.values()],
+                                 max_states=lexer_max_states)
+        self._limits = dict(limits or {})
         if mode == "static":
-            from .compiler.static_mask import StaticMasker
-
-            self._masker = _CachedStaticWords(StaticMasker(self))
+            self._engine = self._static_engine(on_stage)
+        elif mode == "dynamic":
+            self._engine = self._dynamic_engine()
         else:
-            self._masker = DynamicMasker(self.recognizer, self.trie, vocab.n_logits)
+            self._engine = self._dynamic_engine()
+            self._static_thread = threading.Thread(target=self._compile_in_background, daemon=True,
+                                                   name="glrmask-static-compile")
+            self._static_thread.start()
+
+    def _init_common(self, vocab: Vocab, source_grammar: Grammar, grammar: Grammar, mode: str) -> None:
+        self.vocab = vocab
+        self.source_grammar = source_grammar
+        self.grammar = grammar
+        self.mode = mode
+        self.compiled = None  # CompiledMasks once a static engine exists
+        self.stats: dict = {}
+        self.static_error: Optional[GlrmaskError] = None
+        self._static_thread: Optional[threading.Thread] = None
+        self._trie: Optional[VocabTrie] = None
         self.n_words = (vocab.n_logits + 31) // 32
         self._eos = tuple(sorted(set(vocab.eos_token_ids)))
         self._eos_set = frozenset(self._eos)
         self._warnings: Optional[list[str]] = None
         self._lock = threading.RLock()
 
+    # -- engines ----------------------------------------------------------------------------------
+    @property
+    def trie(self) -> VocabTrie:
+        """The vocabulary trie (from the per-tokenizer disk cache; loaded on first use)."""
+        if self._trie is None:
+            self._trie = VocabTrie.for_vocab(self.vocab)
+        return self._trie
+
+    def _dynamic_engine(self) -> _Engine:
+        rec = Recognizer(self.grammar, self.table, self._lazy_lexer)
+        return _Engine(rec, DynamicMasker(rec, self.trie, self.vocab.n_logits), "dynamic")
+
+    def _static_engine(self, on_stage=None) -> _Engine:
+        import time
+
+        from .compiler.static_mask import compile_masks
+
+        limits = self._limits
+        t0 = time.perf_counter()
+        dense = DenseLexer.from_lexer(self._lazy_lexer, **limits.get("lexer", {}))
+        info = {"states": dense.n_states, "conditions": dense.n_conds}
+        self.stats["dense lexer"] = {"seconds": time.perf_counter() - t0, **info}
+        if on_stage is not None:
+            on_stage("dense lexer", self.stats["dense lexer"]["seconds"], info)
+        compiled = compile_masks(dense, self.grammar, self.table, self.trie,
+                                 tdwa_budgets=limits.get("terminal_dwa"), pdwa_budgets=limits.get("parser_dwa"),
+                                 on_stage=on_stage, **limits.get("expand", {}))
+        self.stats.update(compiled.stats)
+        return self._engine_for(dense, compiled)
+
+    def _engine_for(self, dense: DenseLexer, compiled) -> _Engine:
+        from .compiler.static_mask import StaticMasker
+
+        rec = Recognizer(self.grammar, self.table, dense, restrict_lexer=False)
+        self.compiled = compiled
+        masker = StaticMasker(compiled, rec, lambda: self.trie, self.vocab.n_logits)
+        return _Engine(rec, _CachedStaticWords(masker), "static")
+
+    def _compile_in_background(self) -> None:
+        try:
+            engine = self._static_engine()
+        except GlrmaskError as e:
+            self.static_error = e
+            return
+        with self._lock:
+            self._engine = engine
+
+    def wait_static(self, timeout: Optional[float] = None) -> bool:
+        """``mode="auto"``: wait for the background compile; True once new requests are static."""
+        if self._static_thread is not None:
+            self._static_thread.join(timeout)
+        return self._engine.kind == "static"
+
+    @property
+    def active_mode(self) -> str:
+        """``"static"`` or ``"dynamic"``: how requests started now get their masks."""
+        return self._engine.kind
+
+    @property
+    def recognizer(self) -> Recognizer:
+        return self._engine.recognizer
+
+    @property
+    def lexer(self):
+        """The lexer of the active recognizer (a :class:`DenseLexer` in static mode)."""
+        return self._engine.recognizer.lexer
+
+    @property
+    def _masker(self):
+        return self._engine.masker
+
     @property
     def warnings(self) -> list[str]:
         """Front-end warnings and possible lookahead collisions (DESIGN §2). The collision check
         explores every terminal's lexer states, so it runs on first access, not at compile time."""
         if self._warnings is None:
-            self._warnings = list(self.source_grammar.warnings) + find_lookahead_collisions(self.grammar, self.lexer)
+            self._warnings = list(self.source_grammar.warnings) + find_lookahead_collisions(
+                self.grammar, self._lazy_lexer)
         return self._warnings
+
+    # -- artifacts --------------------------------------------------------------------------------
+    def save(self, path: "str | os.PathLike[str]") -> None:
+        """Write the compiled grammar to ``path`` (glrmask's own checksummed format; DESIGN §6).
+        Only a static mask has something to save (``mode="auto"``: after :meth:`wait_static`)."""
+        from .mask_artifact import save_mask
+
+        save_mask(self, path)
+
+    @classmethod
+    def load(cls, path: "str | os.PathLike[str]", vocab: Vocab) -> "Mask":
+        """Load a saved mask for ``vocab``; refuses another vocabulary, a damaged file or another
+        format version with :class:`glrmask.ArtifactError`."""
+        from .mask_artifact import load_mask
+
+        return load_mask(path, vocab)
 
     # -- requests ---------------------------------------------------------------------------------
     def start(self) -> State:
-        return State(self, _History(self.recognizer.initial, False, None, 0))
+        engine = self._engine
+        return State(self, _History(engine.recognizer.initial, False, None, 0, engine))
 
     def get_mask(self, state: State) -> np.ndarray:
         out = np.empty(self.n_words, dtype=np.int32)
@@ -201,8 +327,9 @@ class Mask:
         out[:] = 0
         if head.terminated:
             return
-        out[: self.n_words] = self._masker.token_words(head.configs)
-        if self._eos and self.recognizer.is_accepting(head.configs):
+        engine = head.engine
+        out[: self.n_words] = engine.masker.token_words(head.configs)
+        if self._eos and engine.recognizer.is_accepting(head.configs):
             u = out.view(np.uint32)
             for t in self._eos:
                 u[t >> 5] |= np.uint32(1 << (t & 31))
@@ -214,17 +341,18 @@ class Mask:
     def _advance_locked(self, head: _History, token: int) -> Optional[_History]:
         if head.terminated or token < 0 or token >= self.vocab.size:
             return None
+        rec = head.engine.recognizer
         if token in self._eos_set:
-            if self.recognizer.is_accepting(head.configs):
-                return _History(head.configs, True, head, head.depth + 1)
+            if rec.is_accepting(head.configs):
+                return _History(head.configs, True, head, head.depth + 1, head.engine)
             return None
         data = self.vocab.token_bytes(token)
         if not data or self.vocab.is_special(token):
             return None
-        s = self.recognizer.step_bytes(head.configs, data)
+        s = rec.step_bytes(head.configs, data)
         if not s:
             return None
-        return _History(s, False, head, head.depth + 1)
+        return _History(s, False, head, head.depth + 1, head.engine)
 
     def _forced_tokens(self, state: State, max_bytes: int = 4096) -> list[int]:
         with self._lock:
@@ -234,7 +362,7 @@ class Mask:
         head = state._head
         if head.terminated:
             return []
-        rec = self.recognizer
+        rec = head.engine.recognizer
         s = head.configs
         forced = bytearray()
         while len(forced) < max_bytes and not rec.is_accepting(s):
@@ -298,11 +426,20 @@ def compile(
     *,
     format: str = "auto",
     start: Optional[str] = None,
-    mode: str = "dynamic",
+    mode: str = "static",
+    limits: Optional[dict] = None,
+    cache_dir: "str | os.PathLike[str] | None" = None,
+    on_stage: Optional[Callable[[str, float, dict], None]] = None,
 ) -> Mask:
-    """Compile a grammar (text, or a path to a .lark/.gbnf/.ebnf file) against ``vocab``."""
+    """Compile a grammar (text, or a path to a .lark/.gbnf/.ebnf file) against ``vocab``.
+
+    ``mode``: see :class:`Mask`. ``limits``: per-stage budgets (``lexer``, ``terminal_dwa``,
+    ``parser_dwa``, ``expand`` dicts of the stage's keyword limits) that end in
+    :class:`GrammarTooComplex`. ``cache_dir``: reuse static compiles across processes (keyed by
+    grammar, vocabulary, options and glrmask version; see :class:`glrmask.compile_cache.CompileCache`).
+    ``on_stage(name, seconds, info)`` reports each compile stage as it ends."""
     grammar = load_grammar(source, format=format, start=start)
-    return Mask(grammar, vocab, mode=mode)
+    return compile_grammar(grammar, vocab, mode=mode, limits=limits, cache_dir=cache_dir, on_stage=on_stage)
 
 
 def compile_json_schema(
@@ -314,7 +451,9 @@ def compile_json_schema(
     indent: Optional[int] = None,
     property_order: str = "schema",
     lenient: bool = False,
-    mode: str = "dynamic",
+    mode: str = "static",
+    limits: Optional[dict] = None,
+    cache_dir: "str | os.PathLike[str] | None" = None,
 ) -> Mask:
     """Compile a JSON Schema (dict, JSON text, or a path) by lowering it to a Lark grammar
     (:func:`glrmask.json_schema.json_schema_to_grammar` shows that grammar). Warnings of the
@@ -329,12 +468,18 @@ def compile_json_schema(
     )
     grammar = grammar_from_lark(text, source_name="<json-schema>")
     grammar.warnings.extend(warnings)
-    return Mask(grammar, vocab, mode=mode)
+    return compile_grammar(grammar, vocab, mode=mode, limits=limits, cache_dir=cache_dir)
 
 
-def compile_grammar(grammar: Grammar, vocab: Vocab, *, mode: str = "dynamic") -> Mask:
+def compile_grammar(grammar: Grammar, vocab: Vocab, *, mode: str = "static", limits: Optional[dict] = None,
+                    cache_dir: "str | os.PathLike[str] | None" = None,
+                    on_stage: Optional[Callable[[str, float, dict], None]] = None) -> Mask:
     """Compile an already-built grammar IR (front-ends that produce IR directly)."""
-    return Mask(grammar, vocab, mode=mode)
+    if cache_dir is None or mode != "static":
+        return Mask(grammar, vocab, mode=mode, limits=limits, on_stage=on_stage)
+    from .mask_artifact import cached_compile
+
+    return cached_compile(grammar, vocab, cache_dir, limits=limits, on_stage=on_stage)
 
 
 __all__ = ["Mask", "State", "compile", "compile_grammar", "compile_json_schema"]

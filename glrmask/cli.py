@@ -1,7 +1,8 @@
-"""``glrmask`` command line: sample and check grammars against a tokenizer.
+"""``glrmask`` command line: compile, inspect, sample and check grammars against a tokenizer.
 
 Every command defaults to the built-in tokenizer (GPT-2), so ``glrmask sample grammars/json.lark``
-works on a fresh install with no downloads.
+works on a fresh install with no downloads. ``sample`` and ``check`` take a compiled artifact
+(``glrmask compile … -o out.glrm``) wherever they take a grammar.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from .errors import GlrmaskError
 
 EXAMPLES = """examples:
   glrmask sample grammars/json.lark -n 3 --seed 1
+  glrmask compile grammars/json.lark -o json.glrm && glrmask inspect json.glrm
+  glrmask sample json.glrm -n 3
   glrmask check grammars/json.lark --text '{"a": [1, 2]}'
   glrmask sample grammars/sql.lark --tokenizer path/to/tokenizer.json --max-tokens 64
   glrmask sample --json-schema schema.json -n 3
@@ -37,6 +40,16 @@ def _add_grammar_args(p: argparse.ArgumentParser) -> None:
                    help="tokenizer.json (or a directory holding one, or a hub name); default: built-in GPT-2")
     p.add_argument("--start", default=None, help="start rule (default: 'start' for Lark, 'root' for GBNF)")
     p.add_argument("--format", default="auto", choices=["auto", "lark", "gbnf", "ebnf", "regex"])
+
+
+def _is_artifact(path: Optional[str]) -> bool:
+    from .artifact import MAGIC
+
+    try:
+        with open(path, "rb") as f:  # type: ignore[arg-type]
+            return f.read(len(MAGIC)) == MAGIC
+    except (OSError, TypeError, ValueError):
+        return False
 
 
 def _check_source_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -60,14 +73,22 @@ def _load(args: argparse.Namespace):
 
     vocab = Vocab.load(args.tokenizer)
     t0 = time.perf_counter()
+    mode = getattr(args, "mode", "static")
+    verb = "compiled"
     if args.json_schema is not None:
         source = f"JSON Schema {args.json_schema[:60]}"
-        mask = compile_json_schema(args.json_schema, vocab, lenient=args.lenient)
+        mask = compile_json_schema(args.json_schema, vocab, lenient=args.lenient, mode=mode)
+    elif _is_artifact(args.grammar):
+        from .api import Mask
+
+        source, verb = args.grammar, "loaded"
+        mask = Mask.load(args.grammar, vocab)
     else:
         source = args.grammar
-        mask = compile_grammar(args.grammar, vocab, format=args.format, start=args.start)
+        mask = compile_grammar(args.grammar, vocab, format=args.format, start=args.start, mode=mode,
+                               on_stage=getattr(args, "on_stage", None))
     dt = time.perf_counter() - t0
-    print(f"# compiled {source} for {vocab.name} ({vocab.size} tokens) in {dt:.2f}s", file=sys.stderr)
+    print(f"# {verb} {source} for {vocab.name} ({vocab.size} tokens) in {dt:.2f}s", file=sys.stderr)
     for w in mask.warnings:
         print(f"# warning: {w}", file=sys.stderr)
     return vocab, mask
@@ -149,10 +170,93 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 2
 
 
+def _stage_printer(t_start: float):
+    """Progress per compile stage on stderr, as each one ends."""
+    def on_stage(name: str, seconds: float, info: dict) -> None:
+        detail = ", ".join(f"{k} {v}" for k, v in info.items())
+        print(f"#   {name:<14} {seconds:7.2f} s   {detail}   (elapsed {time.perf_counter() - t_start:.2f} s)",
+              file=sys.stderr, flush=True)
+    return on_stage
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    if args.json_schema is None and _is_artifact(args.grammar):
+        print("error: already a compiled artifact (use `glrmask inspect`)", file=sys.stderr)
+        return 2
+    args.mode = "static"
+    args.on_stage = _stage_printer(time.perf_counter())
+    print("# compiling (stage, time, sizes):", file=sys.stderr)
+    if args.json_schema is not None:  # stage reports come from compile_grammar only
+        args.on_stage = None
+    _vocab, mask = _load(args)
+    out = args.output or (Path(args.grammar).stem if args.grammar and Path(args.grammar).is_file()
+                          else "grammar") + ".glrm"
+    t0 = time.perf_counter()
+    mask.save(out)
+    size = Path(out).stat().st_size
+    print(f"wrote {out}: {size / 1e6:.2f} MB in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    _print_summary(mask.stats, sys.stdout)
+    return 0
+
+
+def _print_summary(stats: dict, out) -> None:
+    total = 0.0
+    for name, info in stats.items():
+        if not isinstance(info, dict):
+            continue
+        secs = float(info.get("seconds", 0.0))
+        total += secs
+        detail = ", ".join(f"{k}={v}" for k, v in info.items() if k != "seconds")
+        out.write(f"{name:<16} {secs:8.3f} s  {detail}\n")
+    out.write(f"{'total':<16} {total:8.3f} s\n")
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    import json
+
+    from .artifact import read_artifact
+    from .grammar.ir import Grammar
+    from .mask_artifact import ARTIFACT_KIND
+
+    art = read_artifact(args.artifact, kind=ARTIFACT_KIND)
+    meta, header = art.meta, art.header
+    grammar = Grammar.from_json(meta["grammar"])
+    nbytes = sum(int(a.nbytes) for a in art.arrays.values())
+    print(f"artifact      {args.artifact} ({Path(args.artifact).stat().st_size / 1e6:.2f} MB, "
+          f"{len(art.arrays)} arrays, {nbytes / 1e6:.2f} MB of array data)")
+    print(f"format        {header.get('format_version')} (glrmask {art.glrmask_version}, "
+          f"python {art.python_version}, unicodedata {art.unicodedata_version})")
+    print(f"vocabulary    fingerprint {meta['vocab_fingerprint']}, {meta['vocab_size']} tokens, "
+          f"{meta['n_logits']} logits")
+    print(f"grammar       start {grammar.start!r}, {len(grammar.rules)} rules (normalized), "
+          f"{len(grammar.terminals)} terminals, ignore {sorted(grammar.ignore)}")
+    for w in meta.get("warnings", []):
+        print(f"warning       {w}")
+    print("stages:")
+    _print_summary(dict(meta.get("stages", [])), sys.stdout)
+    if args.arrays:
+        for name, a in sorted(art.arrays.items()):
+            print(f"  {name:<28} {str(a.dtype):<8} {json.dumps(list(a.shape)):<16} {a.nbytes:>10} B")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="glrmask", description="Grammar-constrained decoding masks.",
                                 epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
+
+    k = sub.add_parser("compile", help="compile a grammar for a tokenizer into an artifact (.glrm)",
+                       epilog="examples:\n  glrmask compile grammars/json.lark -o json.glrm\n"
+                              "  glrmask compile --json-schema schema.json --tokenizer tok.json -o s.glrm",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_grammar_args(k)
+    k.add_argument("-o", "--output", default=None, help="artifact path (default: GRAMMAR's stem + .glrm)")
+    k.set_defaults(func=cmd_compile)
+
+    i = sub.add_parser("inspect", help="describe a compiled artifact (no tokenizer needed)")
+    i.add_argument("artifact")
+    i.add_argument("--arrays", action="store_true", help="list every stored array")
+    i.set_defaults(func=cmd_inspect)
 
     s = sub.add_parser("sample", help="stream random valid outputs (uniform over allowed tokens)",
                        epilog="examples:\n  glrmask sample grammars/json.lark -n 3 --seed 1\n"
@@ -163,6 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--max-tokens", type=int, default=100,
                    help="tokens sampled uniformly; after that, sampling steers towards an end")
+    s.add_argument("--mode", default="static", choices=["static", "dynamic", "auto"],
+                   help="how masks are computed (same masks either way)")
     s.add_argument("--finish-factor", type=int, default=4,
                    help="steering lasts at most this many times --max-tokens more tokens (0: cut off)")
     s.set_defaults(func=cmd_sample)
@@ -175,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = c.add_mutually_exclusive_group(required=True)
     g.add_argument("--text")
     g.add_argument("--file")
+    c.add_argument("--mode", default="static", choices=["static", "dynamic", "auto"])
     c.set_defaults(func=cmd_check)
     return p
 
@@ -182,7 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    _check_source_args(parser, args)
+    if args.command != "inspect":
+        _check_source_args(parser, args)
     try:
         return args.func(args)
     except GlrmaskError as e:

@@ -68,7 +68,7 @@ class CompileCache:
     def __init__(self, directory: str | os.PathLike[str] | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         if max_bytes < 0:
             raise ValueError(f"max_bytes must be non-negative, got {max_bytes}")
-        self.directory = Path(directory) if directory is not None else default_compile_cache_dir()
+        self.directory = Path(directory).expanduser() if directory is not None else default_compile_cache_dir()
         self.max_bytes = int(max_bytes)
 
     @staticmethod

@@ -3,7 +3,34 @@
 DAG of weighted label trees and the memoized trie walk. Same operations in the same order as the
 pure-Python description in ``terminal_dwa`` (so the interned node order, hence the output, is
 identical); compiled because the build is millions of small dict/tuple operations."""
+cimport cython
+from libc.stdint cimport int32_t, uint64_t
+
+import numpy as np
+
 from glrmask.errors import GrammarTooComplex
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def subtree_byte_sets(const int32_t[::1] child_ptr, const unsigned char[::1] child_byte,
+                      const int32_t[::1] child_node):
+    """``uint64[n_nodes, 4]``: the set of bytes spelled anywhere below each trie node (children
+    have higher ids than their parent, so one reverse pass suffices)."""
+    cdef Py_ssize_t n = child_ptr.shape[0] - 1
+    out_arr = np.zeros((max(n, 1), 4), dtype=np.uint64)
+    cdef uint64_t[:, ::1] out = out_arr
+    cdef Py_ssize_t node, j, c, k
+    cdef long byte
+    with nogil:
+        for node in range(n - 1, -1, -1):
+            for j in range(child_ptr[node], child_ptr[node + 1]):
+                c = child_node[j]
+                byte = child_byte[j]
+                out[node, byte >> 6] |= (<uint64_t>1) << (byte & 63)
+                for k in range(4):
+                    out[node, k] |= out[c, k]
+    return out_arr
 
 
 cdef list _union2(tuple a, tuple b):
@@ -31,7 +58,7 @@ cdef class Dag:
     ((label, child), ...))`` (sorted, child ids lower than the node's), so equal denotations are
     the same id; weights are interned interval tuples (-1 = empty). Unions are memoized."""
     cdef public long max_nodes, max_weights
-    cdef public dict weights, _wunion, nodes, _union, _prefix, _n0, _n1
+    cdef public dict weights, _wunion, nodes, _union, _prefix, _n0, _n1, _union_many
     cdef public list weight_list, node_list, support
 
     def __init__(self, long max_nodes, long max_weights):
@@ -47,6 +74,7 @@ cdef class Dag:
         self.support = []
         self._union = {}
         self._prefix = {}
+        self._union_many = {}
 
     cdef long _weight(self, tuple key) except? -2:
         if not key:
@@ -140,6 +168,79 @@ cdef class Dag:
         self.support.append(sup)
         return n
 
+    cdef long _wunion_all_(self, list ws) except? -2:
+        """Union of many weights at once (one interval merge instead of a chain of unions)."""
+        cdef list pairs = []
+        cdef list out = []
+        cdef tuple iv
+        cdef Py_ssize_t k
+        cdef long lo, hi
+        ws = sorted(set([w for w in ws if <long>w >= 0]))
+        if not ws:
+            return -1
+        if len(ws) == 1:
+            return ws[0]
+        if len(ws) == 2:
+            return self._wunion_(ws[0], ws[1])
+        for w in ws:
+            iv = self.weight_list[w]
+            for k in range(0, len(iv), 2):
+                pairs.append((iv[k], iv[k + 1]))
+        pairs.sort()
+        for lo, hi in pairs:
+            if out and lo <= <long>out[len(out) - 1]:
+                if hi > <long>out[len(out) - 1]:
+                    out[len(out) - 1] = hi
+            else:
+                out.append(lo)
+                out.append(hi)
+        return self._weight(tuple(out))
+
+    cdef long _union_all_(self, list ns) except? -2:
+        """Union of many nodes at once: one new node, not one per pairwise step (the walk unions
+        all children of a trie node; pairwise unions would intern every partial result)."""
+        cdef dict opens, edges
+        cdef list finals
+        ns = sorted(set([n for n in ns if <long>n >= 0]))
+        if not ns:
+            return -1
+        if len(ns) == 1:
+            return ns[0]
+        if len(ns) == 2:
+            return self._union_(ns[0], ns[1])
+        key = tuple(ns)
+        hit = self._union_many.get(key)
+        if hit is not None:
+            return hit
+        finals = []
+        opens = {}
+        edges = {}
+        for n in ns:
+            f, o, e = self.node_list[n]
+            if <long>f >= 0:
+                finals.append(f)
+            for t, w in o:
+                lst = opens.get(t)
+                if lst is None:
+                    opens[t] = [w]
+                else:
+                    lst.append(w)
+            for lab, c in e:
+                lst = edges.get(lab)
+                if lst is None:
+                    edges[lab] = [c]
+                else:
+                    lst.append(c)
+        res = self._node(
+            self._wunion_all_(finals),
+            tuple(sorted([(t, self._wunion_all_(ws)) for t, ws in opens.items()])),
+            tuple(sorted([(lab, self._union_all_(cs)) for lab, cs in edges.items()])))
+        self._union_many[key] = res
+        return res
+
+    def union_all(self, ns):
+        return self._union_all_(list(ns))
+
     def node(self, long final, tuple opens, tuple edges):
         return self._node(final, opens, edges)
 
@@ -199,7 +300,8 @@ cdef class _Walk:
     """The builder's tables, typed, plus its ``_own`` / ``_items`` (same logic and caches)."""
     cdef object b
     cdef Dag dag
-    cdef list node_internal, child_ptr, child_byte, child_node, cfgs, cfg_steps
+    cdef list node_internal, child_ptr, child_byte, child_node, cfgs, cfg_steps, sub_lo, sub_hi
+    cdef const uint64_t[:, ::1] sub_bytes
     cdef dict open_labels
     cdef set end_conds, end_states
 
@@ -215,106 +317,157 @@ cdef class _Walk:
         self.end_conds = b.end_conds
         self.end_states = b.end_states
         self.open_labels = b._open_labels
+        self.sub_lo = b.sub_lo
+        self.sub_hi = b.sub_hi
+        self.sub_bytes = b.subtree_bytes
 
     cdef long own(self, long node, long cid) except? -2:
         cdef long tok = self.node_internal[node]
-        cdef long w, final, res
         if tok < 0:
             return -1
+        return self.own_tokens((tok, tok + 1), cid)
+
+    cdef long own_tokens(self, tuple bounds, long cid) except? -2:
+        """The DAG node of the outcome of the tokens ``bounds`` (flat sorted intervals) all
+        ending in branch ``cid``: one node for all of them, as their union would be."""
+        cdef long w, final
         lex, conds = self.cfgs[cid]
         if conds:
             self.end_conds.update(conds)
+        w = self.dag._weight(bounds)
         if lex == -2:  # BOUNDARY
-            key = (tok, None)
-        else:
-            self.end_states.add(lex)
-            labs = self.open_labels.get(lex)
-            key = (tok, self.b.open_labels(lex) if labs is None else labs)
-        w = self.dag._weight((tok, tok + 1))
-        labels = key[1]
-        if labels is None:
             return self.dag._node(w, (), ())
+        self.end_states.add(lex)
+        labels = self.open_labels.get(lex)
+        if labels is None:
+            labels = self.b.open_labels(lex)
         final = w if labels[0] == -1 else -1  # CLOSED
         return self.dag._node(final, tuple([(t, w) for t in labels if t != -1]), ())
 
     cdef list items(self, long node, long cid):
+        """The children of ``node`` stepped from branch ``cid``, as ``(child, label, branch, n)``.
+        Leaf children (a token and nothing below) that reach the same ``(label, branch)`` are
+        collapsed into one item ``(bounds, label, branch, n)``: their outcomes differ only by the
+        token, so one DAG node with all their tokens (``bounds``, flat intervals) is their union.
+        ``n`` counts the (trie node, branch) pairs an item stands for (walk budget)."""
         cdef list items = []
         cdef list row = self.cfg_steps[cid]
+        cdef list child_ptr = self.child_ptr
         cdef Py_ssize_t j
-        cdef long byte
-        for j in range(<long>self.child_ptr[node], <long>self.child_ptr[node + 1]):
+        cdef long byte, c, tok
+        cdef dict leaves = None
+        cdef list run
+        cdef long lo, hi
+        cdef uint64_t n0, n1, n2, n3
+        cdef bint whole
+        nw = self.b.neutral_bytes(cid)
+        n0, n1, n2, n3 = nw[0], nw[1], nw[2], nw[3]
+        for j in range(<long>child_ptr[node], <long>child_ptr[node + 1]):
             c = self.child_node[j]
             byte = self.child_byte[j]
             res = row[byte]
             if res is None:
                 res = self.b._step(cid, byte)
-            for lab, cid2 in res:
-                items.append((c, lab, cid2))
+            whole = <long>child_ptr[c] == <long>child_ptr[c + 1]  # a leaf: always a token
+            if whole:
+                lo = self.node_internal[c]
+                hi = lo + 1
+            elif ((n0 >> byte) & 1 if byte < 64 else (n1 >> (byte - 64)) & 1 if byte < 128
+                  else (n2 >> (byte - 128)) & 1 if byte < 192 else (n3 >> (byte - 192)) & 1) \
+                    and (self.sub_bytes[c, 0] & ~n0) == 0 and (self.sub_bytes[c, 1] & ~n1) == 0 \
+                    and (self.sub_bytes[c, 2] & ~n2) == 0 and (self.sub_bytes[c, 3] & ~n3) == 0:
+                # every byte below leaves the branch unchanged: all the subtree's tokens end here
+                whole = True
+                lo = self.sub_lo[c]
+                hi = self.sub_hi[c]
+            if whole:
+                if leaves is None:
+                    leaves = {}
+                for lab_cid in res:
+                    run = leaves.get(lab_cid)
+                    if run is None:
+                        leaves[lab_cid] = [lo, hi, 1]
+                    else:
+                        run[len(run) - 1] += 1
+                        if run[len(run) - 2] == lo:
+                            run[len(run) - 2] = hi
+                        else:
+                            run.insert(len(run) - 1, lo)
+                            run.insert(len(run) - 1, hi)
+            else:
+                for lab, cid2 in res:
+                    items.append((c, lab, cid2, 1))
+        if leaves is not None:
+            for (lab, cid2), run in leaves.items():
+                items.append((tuple(run[:len(run) - 1]), lab, cid2, run[len(run) - 1]))
         return items
 
 
 def walk(b, long node0, long cid0):
     """The memoized trie walk of ``_Builder.walk`` (``b`` is the builder): the DAG node (-1:
-    nothing) of the tokens of ``node0``'s subtree scanned from branch ``cid0``."""
+    nothing) of the tokens of ``node0``'s subtree scanned from branch ``cid0``. A frame collects
+    its own outcome and every child's (label-prefixed) result, and unions them all at once."""
     cdef dict memo = b._memo
     cdef long nn = b._nn
     cdef Dag dag = b.dag
-    cdef list child_ptr = b.child_ptr
     cdef long max_steps = b.max_walk_steps
     cdef long steps = b.walk_steps
     cdef long key, acc, sub, cnode, cid2, res
     cdef Py_ssize_t i, n_items
-    cdef list stack, fr, items, parent
+    cdef list stack, fr, items, parent, subs
     cdef _Walk wk = _Walk(b)
     key = cid0 * nn + node0
     hit = memo.get(key)
     if hit is not None:
         return hit
-    stack = [[key, wk.own(node0, cid0), wk.items(node0, cid0), 0]]
+    stack = [[key, [wk.own(node0, cid0)], wk.items(node0, cid0), 0]]
     res = -1
     try:
         while stack:
-            fr = stack[-1]
+            fr = stack[len(stack) - 1]
             items = fr[2]
             i = fr[3]
             n_items = len(items)
-            acc = fr[1]
+            subs = fr[1]
             pushed = False
             while i < n_items:
-                cnode, lab, cid2 = items[i]
-                steps += 1
+                target, lab, cid2, n_pairs = items[i]
+                steps += n_pairs
                 if steps > max_steps:
                     raise GrammarTooComplex(
                         f"terminal DWA (trie walk): more than {max_steps} (trie node, "
                         "branch) pairs (limit max_walk_steps)")
-                if (steps & 1023) == 0:
+                if (steps & 1023) < n_pairs:
                     b._check_time("trie walk")
-                if <long>child_ptr[cnode] == <long>child_ptr[cnode + 1]:
-                    sub = wk.own(cnode, cid2)
+                if type(target) is tuple:  # leaves collapsed into one item
+                    sub = wk.own_tokens(target, cid2)
                 else:
+                    cnode = target
                     key = cid2 * nn + cnode
                     hit = memo.get(key)
                     if hit is None:
-                        fr[1] = acc
                         fr[3] = i
-                        stack.append([key, wk.own(cnode, cid2), wk.items(cnode, cid2), 0])
+                        stack.append([key, [wk.own(cnode, cid2)], wk.items(cnode, cid2), 0])
                         pushed = True
                         break
                     sub = hit
                 if lab is not None:
                     sub = dag._prefix_(lab, sub)
-                acc = dag._union_(acc, sub)
+                if sub >= 0:
+                    subs.append(sub)
                 i += 1
             if pushed:
                 continue
             stack.pop()
+            acc = dag._union_all_(subs)
             memo[fr[0]] = acc
             if stack:
-                parent = stack[-1]
+                parent = stack[len(stack) - 1]
                 lab = parent[2][parent[3]][1]
                 if lab is not None:
                     acc = dag._prefix_(lab, acc)
-                parent[1] = dag._union_(parent[1], acc)
+                if acc >= 0:
+                    parent[1].append(acc)
                 parent[3] += 1
             else:
                 res = acc

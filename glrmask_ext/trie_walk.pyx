@@ -88,3 +88,38 @@ def expand_sparse(const uint64_t[::1] bits, Py_ssize_t n_internal, const int32_t
                 for k in range(i2o_ptr[i], i2o_ptr[i + 1]):
                     j = i2o_ids[k]
                     dst[j >> 5] |= (<uint32_t>1) << (j & 31)
+
+
+cdef inline void _set_range(uint64_t[::1] out, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+    """Set bits ``lo .. hi-1`` of a uint64 bitmap."""
+    cdef Py_ssize_t wl = lo >> 6, wh = (hi - 1) >> 6, w
+    cdef uint64_t first = ~<uint64_t>0 << (lo & 63)
+    cdef uint64_t last = ~<uint64_t>0 >> (63 - ((hi - 1) & 63))
+    if wl == wh:
+        out[wl] |= first & last
+        return
+    out[wl] |= first
+    for w in range(wl + 1, wh):
+        out[w] = ~<uint64_t>0
+    out[wh] |= last
+
+
+def expand_classes(const uint64_t[::1] class_bits, const int32_t[::1] class_ptr,
+                   const int32_t[::1] class_bounds, uint64_t[::1] out):
+    """OR into ``out`` (a bitmap over internal ids) the token intervals of every class set in
+    ``class_bits`` (the internal token quotient, glrmask.compiler.token_classes): one pass over the
+    set classes, each a few interval fills."""
+    cdef Py_ssize_t n_classes = class_ptr.shape[0] - 1
+    cdef Py_ssize_t w, c, k
+    cdef uint64_t word
+    with nogil:
+        for w in range(class_bits.shape[0]):
+            word = class_bits[w]
+            while word:
+                c = (w << 6) + GLRMASK_CTZ64(word)
+                word &= word - 1
+                if c >= n_classes:
+                    break
+                for k in range(class_ptr[c], class_ptr[c + 1], 2):
+                    if class_bounds[k + 1] > class_bounds[k]:
+                        _set_range(out, class_bounds[k], class_bounds[k + 1])

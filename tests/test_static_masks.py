@@ -22,7 +22,11 @@ from _engine_support import allowed, random_walk
 from _grammars import CASE_BY_NAME
 from conftest import DATA, tiny_vocab
 from glrmask.compiler.parser_dwa import ParserDWA
-from glrmask.compiler.static_mask import StaticMasker, static_token_words
+from glrmask.compiler.stack_effects import StackEffects
+from glrmask.compiler.static_mask import StaticMasker
+from glrmask.compiler.terminal_dwa import CLOSED, TerminalDWA, terminal_labels
+from glrmask.compiler.token_classes import TokenClasses
+from glrmask.dynamic import DynamicMasker
 from glrmask.errors import GrammarTooComplex
 from glrmask.recognizer import BOUNDARY
 
@@ -45,8 +49,8 @@ def tiny(name: str):
         grammar, pieces = EXTRA_CASES[name]
     else:
         grammar, pieces = CASE_BY_NAME[name].grammar, CASE_BY_NAME[name].pieces
-    mask = glrmask.compile(grammar, tiny_vocab(list(pieces)), format="lark")
-    return mask, StaticMasker(mask)
+    mask = glrmask.compile(grammar, tiny_vocab(list(pieces)), format="lark", mode="static")
+    return mask, mask._masker.masker
 
 
 def reachable_sets(mask, max_depth: int = 6, max_sets: int = 400) -> list:
@@ -70,9 +74,16 @@ def reachable_sets(mask, max_depth: int = 6, max_sets: int = 400) -> list:
     return list(seen)
 
 
+@lru_cache(maxsize=None)
+def reference(mask) -> DynamicMasker:
+    """The dynamic masker over the static mask's own recognizer: the trie walk judges the
+    Parser DWA on exactly the same configuration sets."""
+    return DynamicMasker(mask.recognizer, mask.trie, mask.vocab.n_logits)
+
+
 def assert_same(mask, sm: StaticMasker, configs, what) -> None:
     got = sm.token_words(configs)
-    want = mask._masker.token_words(configs)
+    want = reference(mask).token_words(configs)
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (what, configs)
 
 
@@ -94,17 +105,18 @@ def test_static_equals_dynamic_on_each_single_configuration(name):
             assert_same(mask, sm, frozenset({cfg}), name)
 
 
-def test_an_unknown_mid_lexeme_state_rebuilds_the_terminal_dwa_and_stays_exact():
+def test_a_lane_without_a_parser_dwa_root_is_answered_exactly_by_the_dynamic_masker():
+    # the default recognizer restricts lexer states to what the parser can use: mid-lexeme lanes
+    # then sit in states no token boundary of the unrestricted lexer reaches
     case = CASE_BY_NAME["lazy_quantifier"]
-    mask = glrmask.compile(case.grammar, tiny_vocab(list(case.pieces)), format="lark")
-    sm = StaticMasker(mask)
+    mask = glrmask.compile(case.grammar, tiny_vocab(list(case.pieces)), format="lark", mode="dynamic")
+    sm = StaticMasker.for_mask(mask)
     sets = reachable_sets(mask)
-    lanes = {c.lex for s in sets for c in s if c.lex != BOUNDARY}
-    fresh = lanes - set(sm.tdwa.boundary_states.tolist())
-    assert fresh, "the case should hold parser-restricted lexer states"
+    assert not all(sm.covers(configs) for configs in sets), "the case should hold restricted states"
     for configs in sets:
-        assert_same(mask, sm, configs, "lazy_quantifier")
-    assert fresh <= set(sm.tdwa.boundary_states.tolist())
+        got, want = sm.token_words(configs), mask._masker.token_words(configs)
+        assert got.tobytes() == want.tobytes(), configs
+    assert sm.n_fallbacks > 0
 
 
 def test_the_empty_configuration_set_allows_nothing():
@@ -120,37 +132,106 @@ def test_end_tokens_are_left_to_the_caller():
             assert not (int(words[eos // 32]) >> (eos % 32)) & 1
 
 
-def test_one_shot_function_matches_the_masker():
-    mask, sm = tiny("keywords_vs_names")
-    for configs in reachable_sets(mask, max_depth=3, max_sets=20):
-        assert static_token_words(mask, configs).tobytes() == sm.token_words(configs).tobytes()
+# ------------------------------------------------------------------------------ the automata themselves
+def pieces_of(name: str):
+    if name in EXTRA_CASES:
+        return EXTRA_CASES[name]
+    return CASE_BY_NAME[name].grammar, CASE_BY_NAME[name].pieces
 
 
-def test_parser_dwa_budget_raises_grammar_too_complex():
-    mask, sm = tiny("ambiguous_expr")
-    pdwa = ParserDWA(sm.tdwa, sm.effects, max_closures=1)
-    stack = next(iter(next(iter(mask.start()._head.configs)).frontier))
-    with pytest.raises(GrammarTooComplex, match="max_closures"):
-        pdwa.accepted(sm.tdwa.root_of(mask.lexer.initial), stack)
+@lru_cache(maxsize=None)
+def automata(name: str):
+    """(mask with the unrestricted recognizer, Terminal DWA, token classes, class sets, Parser DWA)."""
+    grammar, pieces = pieces_of(name)
+    mask = glrmask.compile(grammar, tiny_vocab(list(pieces)), format="lark", mode="static")
+    ignored, label_of = terminal_labels(mask.lexer, mask.grammar, mask.table)
+    tdwa = TerminalDWA.build(mask.lexer, mask.trie, ignored=ignored, label_of=label_of)
+    classes, class_sets = TokenClasses.from_weights(tdwa.weight_ptr, tdwa.weight_bounds, tdwa.n_tokens)
+    pdwa = ParserDWA(tdwa, StackEffects.build(mask.table, ignore=mask.grammar.ignore),
+                     class_sets, classes.n_classes)
+    return mask, tdwa, classes, class_sets, pdwa
 
 
-def test_closures_are_shared_between_masks():
-    mask, _sm = tiny("number_list")
-    sm = StaticMasker(mask)
-    sets = reachable_sets(mask)
-    for configs in sets:
-        sm.token_words(configs)
-    n = sm.pdwa.n_closures
-    for configs in sets:
-        sm.token_words(configs)
-    assert sm.pdwa.n_closures == n
+@pytest.mark.parametrize("name", HARD_CASES + list(EXTRA_CASES))
+def test_token_classes_partition_every_weight_exactly(name):
+    _mask, tdwa, classes, class_sets, _pdwa = automata(name)
+    class_of = classes.class_of_tokens()
+    for w in range(tdwa.n_weights):
+        tokens = tdwa.weight_tokens(w)
+        assert {int(class_of[t]) for t in tokens} == {c for c in range(classes.n_classes) if class_sets[w] >> c & 1}
+        for c in {int(class_of[t]) for t in tokens}:
+            assert {t for lo, hi in classes.class_tokens(c) for t in range(lo, hi)} <= tokens
+
+
+@pytest.mark.parametrize("name", HARD_CASES + list(EXTRA_CASES))
+def test_parser_dwa_denotes_the_tokens_whose_terminals_the_stack_accepts(name):
+    """PDWA(stack) ∋ (q, v) ⇔ some lexing (r, end) ∈ Lex(q, β(v)) has r accepted by the GLR parser
+    on that stack and then ``end`` shiftable (or CLOSED) — judged with the GLR driver, not the
+    stack-effect automata."""
+    mask, tdwa, classes, _sets, pdwa = automata(name)
+    glr = mask.recognizer.glr
+    class_of = classes.class_of_tokens()
+    stacks = {stack for configs in reachable_sets(mask, max_depth=4, max_sets=60)
+              for cfg in configs for stack in cfg.frontier}
+    for q in tdwa.boundary_states.tolist():
+        for stack in sorted(stacks, key=repr)[:25]:
+            got = pdwa.accepted(q, stack)
+            for v in range(tdwa.n_tokens):
+                want = False
+                for labels, end in tdwa.token_outcomes(q, v):
+                    f = frozenset({stack})
+                    for t in labels:
+                        f = glr.feed(f, t) if f else f
+                    if f and (end == CLOSED or glr.can_shift(f, end)):
+                        want = True
+                        break
+                c = int(class_of[v])
+                assert (c >= 0 and bool(got >> c & 1)) == want, (name, q, stack, v)
+
+
+def test_parser_dwa_budgets_raise_grammar_too_complex_naming_the_limit():
+    _mask, tdwa, classes, class_sets, _pdwa = automata("ambiguous_expr")
+    effects = StackEffects.build(_mask.table, ignore=_mask.grammar.ignore)
+    for limit in ("max_states", "max_closures"):
+        with pytest.raises(GrammarTooComplex, match=limit):
+            ParserDWA(tdwa, effects, class_sets, classes.n_classes, **{limit: 1}).expand()
+
+
+def test_parser_dwa_is_acyclic_and_its_edges_name_distinct_lr_states():
+    _mask, _tdwa, _classes, _sets, pdwa = automata("right_recursive")
+    pdwa = ParserDWA.__new__(ParserDWA)  # placeholder replaced below
+    pdwa = type("Flat", (), {})()
+    arrays = automata("right_recursive")[4].arrays()
+    for k, v in arrays.items():
+        setattr(pdwa, k, v)
+    pdwa.n_states = len(arrays["default_target"])
+    succ = []
+    for x in range(pdwa.n_states):
+        lo, hi = pdwa.edge_ptr[x], pdwa.edge_ptr[x + 1]
+        labels = pdwa.edge_label[lo:hi].tolist()
+        assert labels == sorted(set(labels))
+        succ.append({t for t in pdwa.edge_target[lo:hi].tolist() + [int(pdwa.default_target[x])] if t >= 0})
+    indegree = [0] * pdwa.n_states
+    for ts in succ:
+        for t in ts:
+            indegree[t] += 1
+    ready = [x for x in range(pdwa.n_states) if indegree[x] == 0]
+    removed = 0
+    while ready:  # Kahn: every state gets removed iff there is no cycle
+        x = ready.pop()
+        removed += 1
+        for t in succ[x]:
+            indegree[t] -= 1
+            if indegree[t] == 0:
+                ready.append(t)
+    assert removed == pdwa.n_states > 0
 
 
 # ------------------------------------------------------------------------------ json × GPT-2
 @pytest.fixture(scope="module")
 def json_gpt2(gpt2):
-    mask = glrmask.compile(str(JSON_GRAMMAR), gpt2)
-    return mask, StaticMasker(mask)
+    mask = glrmask.compile(str(JSON_GRAMMAR), gpt2, mode="static")
+    return mask, mask._masker.masker
 
 
 def test_json_gpt2_static_equals_dynamic_on_document_replays(json_gpt2, gpt2):

@@ -38,7 +38,7 @@ def pair(name: str):
     """(dynamic mask, static mask) of a hard case over its tiny vocabulary."""
     case = CASE_BY_NAME[name]
     vocab = tiny_vocab(list(case.pieces))
-    return (glrmask.compile(case.grammar, vocab, format="lark"),
+    return (glrmask.compile(case.grammar, vocab, format="lark", mode="dynamic"),
             glrmask.compile(case.grammar, vocab, format="lark", mode="static"))
 
 
@@ -119,18 +119,23 @@ def test_unrestricted_recognizer_accepts_the_same_token_sequences(name):
 
 
 @pytest.mark.parametrize("name", HARD_CASES)
-def test_static_mode_never_rebuilds_its_terminal_dwa(name):
+def test_static_mode_answers_every_token_boundary_from_the_parser_dwa(name):
     _dyn, sta = pair(name)
-    tdwa = sta._masker.masker.tdwa
     for seq in reachable(name):
         sta.get_mask(replay(sta, seq))
-    assert sta._masker.masker.tdwa is tdwa
+    assert sta._masker.masker.n_fallbacks == 0
 
 
-def test_default_recognizer_restricts_the_lexer():
+def test_dynamic_recognizer_restricts_the_lexer_and_static_does_not():
     dyn, sta = pair("keywords_vs_names")
     assert dyn.recognizer.restrict_lexer and not sta.recognizer.restrict_lexer
     assert dyn.mode == "dynamic" and sta.mode == "static"
+
+
+def test_static_is_the_default_mode():
+    case = CASE_BY_NAME["non_lalr"]
+    mask = glrmask.compile(case.grammar, tiny_vocab(list(case.pieces)), format="lark")
+    assert mask.mode == "static" and mask.active_mode == "static"
 
 
 def test_unknown_mode_is_rejected_naming_both_modes():
@@ -155,7 +160,7 @@ def test_json_schema_compiles_in_static_mode(gpt2):
 # ------------------------------------------------------------------------------ json × GPT-2
 @pytest.fixture(scope="module")
 def json_pair(gpt2):
-    return glrmask.compile(str(JSON_GRAMMAR), gpt2), glrmask.compile(str(JSON_GRAMMAR), gpt2, mode="static")
+    return glrmask.compile(str(JSON_GRAMMAR), gpt2, mode="dynamic"), glrmask.compile(str(JSON_GRAMMAR), gpt2, mode="static")
 
 
 def check_mask_commit_agree(sta, s, rng: random.Random, k: int = 64) -> None:
@@ -169,7 +174,6 @@ def check_mask_commit_agree(sta, s, rng: random.Random, k: int = 64) -> None:
 
 def test_json_gpt2_static_equals_dynamic_on_document_replays(json_pair, gpt2):
     dyn, sta = json_pair
-    tdwa = sta._masker.masker.tdwa
     rng = random.Random(1)
     lines = (DATA / "json_documents.jsonl").read_text(encoding="utf-8").splitlines()
     n = 0
@@ -184,7 +188,7 @@ def test_json_gpt2_static_equals_dynamic_on_document_replays(json_pair, gpt2):
         assert d.is_accepting() and s.is_accepting()
         assert sta.get_mask(s).tobytes() == dyn.get_mask(d).tobytes()
     assert n > 100
-    assert sta._masker.masker.tdwa is tdwa
+    assert sta._masker.masker.n_fallbacks == 0
 
 
 def test_json_gpt2_static_equals_dynamic_on_random_walks(json_pair):

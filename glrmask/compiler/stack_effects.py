@@ -56,11 +56,11 @@ The identity automaton (ignored terminals) is one final state whose only write s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Iterable, Iterator, Optional, Sequence
+from typing import ClassVar, Iterable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
-from glrmask.errors import GlrmaskError, GrammarTooComplex
+from glrmask.errors import ArtifactError, GlrmaskError, GrammarTooComplex
 from glrmask.lr.glr import StackNode
 from glrmask.lr.table import LRTable
 
@@ -206,6 +206,9 @@ class EffectAutomaton:
         )
 
 
+_EFFECT_FIELDS = ("edge_ptr", "edge_label", "edge_target", "default_target", "final_ptr", "final_writes",
+                  "write_ptr", "write_states")
+
 IDENTITY = EffectAutomaton.from_lists([[]], [_DEAD], [[()]])
 """The effect of an ignored terminal: read nothing, write nothing."""
 
@@ -250,6 +253,39 @@ class StackEffects:
             else:
                 automata.append(_TerminalBuilder(ctx, t, max_states).build())
         return cls(table=table, automata=tuple(automata), ignored=ignored)
+
+    # -- (de)serialization: every automaton's arrays concatenated, with per-automaton offsets ------
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Flat arrays for an artifact (the table travels separately): for each field ``f`` of
+        :class:`EffectAutomaton`, ``se_f`` (concatenated) and ``se_f_off`` (``int64[n + 1]``)."""
+        out: dict[str, np.ndarray] = {}
+        for f in _EFFECT_FIELDS:
+            parts = [getattr(a, f) for a in self.automata]
+            out["se_" + f] = np.concatenate(parts).astype(np.int32) if parts else np.zeros(0, np.int32)
+            off = np.zeros(len(parts) + 1, dtype=np.int64)
+            off[1:] = np.cumsum([len(p) for p in parts])
+            out["se_" + f + "_off"] = off
+        out["se_ignored"] = np.asarray(sorted(self.ignored), dtype=np.int32)
+        return out
+
+    @classmethod
+    def from_arrays(cls, table: LRTable, arrays: Mapping[str, np.ndarray]) -> "StackEffects":
+        """Rebuild from :meth:`to_arrays` over the same ``table``; raises :class:`ArtifactError`
+        when the arrays do not describe one automaton per terminal of ``table``."""
+        try:
+            cols = {f: (np.asarray(arrays["se_" + f]), np.asarray(arrays["se_" + f + "_off"]))
+                    for f in _EFFECT_FIELDS}
+            ignored = frozenset(int(t) for t in np.asarray(arrays["se_ignored"]))
+        except KeyError as e:
+            raise ArtifactError(f"stack effects: missing array {e}") from None
+        n = table.n_terminals
+        if any(len(off) != n + 1 for _v, off in cols.values()):
+            raise ArtifactError(f"stack effects: expected {n} automata (one per terminal)")
+        automata = tuple(
+            EffectAutomaton(**{f: np.ascontiguousarray(v[off[i]:off[i + 1]], dtype=np.int32)
+                               for f, (v, off) in cols.items()})
+            for i in range(n))
+        return cls(table=table, automata=automata, ignored=ignored)
 
     def term_id(self, term: int | str) -> int:
         if isinstance(term, str):

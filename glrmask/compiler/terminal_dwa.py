@@ -67,10 +67,7 @@ import numpy as np
 
 from glrmask.errors import GrammarTooComplex
 
-try:  # the compiled DAG and walk (same operations, same order, several times faster)
-    from glrmask_ext.tdwa_walk import Dag as _CDag, walk as _cwalk
-except ImportError:  # pragma: no cover - extension not built: the pure-Python classes below
-    _CDag = _cwalk = None
+from glrmask_ext.tdwa_walk import Dag as _Dag, subtree_byte_sets as _subtree_byte_sets, walk as _walk
 
 __all__ = ["CLOSED", "TerminalDWA", "terminal_labels"]
 
@@ -101,27 +98,6 @@ def terminal_labels(lexer, grammar, table) -> tuple[set[int], dict[int, int]]:
 
 # ---------------------------------------------------------------------------------------------
 # interval helpers (flat tuples/lists of lo, hi pairs)
-
-
-def _union2(a: Sequence[int], b: Sequence[int]) -> list[int]:
-    """Union of two flat interval lists."""
-    out: list[int] = []
-    i = j = 0
-    na, nb = len(a), len(b)
-    while i < na or j < nb:
-        if j >= nb or (i < na and a[i] <= b[j]):
-            lo, hi = a[i], a[i + 1]
-            i += 2
-        else:
-            lo, hi = b[j], b[j + 1]
-            j += 2
-        if out and lo <= out[-1]:
-            if hi > out[-1]:
-                out[-1] = hi
-        else:
-            out.append(lo)
-            out.append(hi)
-    return out
 
 
 def _contains(ivs: Sequence[int], tok: int) -> bool:
@@ -307,7 +283,9 @@ class _Builder:
         self._cfg_steps: list[list] = []  # per branch id: 256 cached step results (None: not yet)
         self._nn = len(self.node_internal)
         self._memo: dict[int, int] = {}  # branch id * n_trie_nodes + trie node -> DAG node
-        self.dag = (_CDag or _Dag)(max_nodes, max_weights)
+        self.dag = _Dag(max_nodes, max_weights)
+        self._neutral: dict[int, tuple[int, int, int, int]] = {}
+        self.subtree_bytes = _subtree_byte_sets(trie.child_ptr, trie.child_byte, trie.child_node)
         self.end_conds: set[int] = set()
         self.end_states: set[int] = set()
         self.walk_steps = 0
@@ -389,97 +367,26 @@ class _Builder:
         return res
 
     # ---------------------------------------------------------------- the walk
-    def _items(self, node: int, cid: int) -> list:
-        items = []
-        step = self._step
-        cb, cn = self.child_byte, self.child_node
-        for j in range(self.child_ptr[node], self.child_ptr[node + 1]):
-            c = cn[j]
-            for lab, cid2 in step(cid, cb[j]):
-                items.append((c, lab, cid2))
-        return items
-
-    def _own(self, node: int, cid: int) -> int:
-        """The DAG node of the outcome of the token ending at ``node`` (-1: no token here)."""
-        tok = self.node_internal[node]
-        if tok < 0:
-            return -1
-        lex, conds = self._cfgs[cid]
-        if conds:
-            self.end_conds.update(conds)
-        w = self.dag.weight((tok, tok + 1))
-        if lex == _BOUNDARY:
-            return self.dag.node(w, (), ())
-        self.end_states.add(lex)
-        labels = self.open_labels(lex)
-        final = w if labels[0] == CLOSED else -1
-        return self.dag.node(final, tuple((t, w) for t in labels if t != CLOSED), ())
+    def neutral_bytes(self, cid: int) -> tuple[int, int, int, int]:
+        """The bytes that leave branch ``cid`` exactly as it is (no label, same lexer state and
+        conditions), as four 64-bit words: a trie subtree spelled only with them is all tokens
+        that end in ``cid`` — the walk takes it in one step (most of a vocabulary, inside a
+        string)."""
+        hit = self._neutral.get(cid)
+        if hit is None:
+            same = ((None, cid),)
+            words = [0, 0, 0, 0]
+            for byte in range(256):
+                if self._step(cid, byte) == same:
+                    words[byte >> 6] |= 1 << (byte & 63)
+            hit = self._neutral[cid] = tuple(words)
+        return hit
 
     def walk(self, node0: int, cfg0) -> int:
         """The DAG node (-1: nothing) denoting the outcomes of the tokens of ``node0``'s subtree,
-        scanning the bytes below ``node0`` from branch ``cfg0``."""
-        memo = self._memo
-        nn = self._nn
-        cid0 = self._cfg_id(cfg0)
-        if _cwalk is not None:
-            return _cwalk(self, node0, cid0)
-        hit = memo.get(cid0 * nn + node0)
-        if hit is not None:
-            return hit
-        dag = self.dag
-        union, prefix = dag.union, dag.prefix
-        own, items_of = self._own, self._items
-        child_ptr = self.child_ptr
-        max_steps = self.max_walk_steps
-        steps = self.walk_steps
-        # frame: [memo key, acc node, items, next item index]
-        stack = [[cid0 * nn + node0, own(node0, cid0), items_of(node0, cid0), 0]]
-        result = -1
-        try:
-            while stack:
-                fr = stack[-1]
-                items, i = fr[2], fr[3]
-                n_items = len(items)
-                acc = fr[1]
-                pushed = False
-                while i < n_items:
-                    cnode, lab, cid2 = items[i]
-                    steps += 1
-                    if steps > max_steps:
-                        raise GrammarTooComplex(
-                            f"terminal DWA (trie walk): more than {max_steps} (trie node, "
-                            "branch) pairs (limit max_walk_steps)")
-                    if (steps & 1023) == 0:
-                        self._check_time("trie walk")
-                    if child_ptr[cnode] == child_ptr[cnode + 1]:  # a leaf: its own token only
-                        sub = own(cnode, cid2)
-                    else:
-                        key = cid2 * nn + cnode
-                        sub = memo.get(key)
-                        if sub is None:
-                            fr[1] = acc
-                            fr[3] = i
-                            stack.append([key, own(cnode, cid2), items_of(cnode, cid2), 0])
-                            pushed = True
-                            break
-                    if lab is not None:
-                        sub = prefix(lab, sub)
-                    acc = union(acc, sub)
-                    i += 1
-                if pushed:
-                    continue
-                stack.pop()
-                memo[fr[0]] = acc
-                if stack:
-                    parent = stack[-1]
-                    lab = parent[2][parent[3]][1]
-                    parent[1] = union(parent[1], acc if lab is None else prefix(lab, acc))
-                    parent[3] += 1
-                else:
-                    result = acc
-        finally:
-            self.walk_steps = steps
-        return result
+        scanning the bytes below ``node0`` from branch ``cfg0`` (memoized per (trie node, branch);
+        the loop is native: ``glrmask_ext.tdwa_walk.walk``)."""
+        return _walk(self, node0, self._cfg_id(cfg0))
 
     # ---------------------------------------------------------------- condition seeds
     def fail_seed(self, cond: int) -> tuple[list[int], set[int]]:
@@ -555,186 +462,74 @@ class _Builder:
             "conds": len(seeds),
             "interned_nodes": len(self.dag.node_list),
         }
-        dwa = _Dag.finish(self.dag, order, roots, seeds, stats, self.trie.n_internal)  # either DAG class
+        dwa = _finish(self.dag, order, roots, seeds, stats, self.trie.n_internal)
         dwa.stats["build_seconds"] = time.perf_counter() - self.t0
         return dwa
 
 
-class _Dag:
-    """Hash-consed weighted label trees: a node is ``(final weight, ((open label, weight), ...),
-    ((label, child), ...))`` (sorted, child ids lower than the node's), so equal denotations are
-    the same id; weights are interned interval tuples (-1 = empty). Unions are memoized."""
+def _finish(dag, order: list[int], roots: list[int], seeds: dict[int, int], stats: dict,
+            n_tokens: int) -> TerminalDWA:
+    """Lay out the nodes reachable from the roots (``dag`` is the builder's DAG)."""
+    # nodes reachable from the roots, parents first (a child is always interned before its parent)
+    reach: set[int] = set()
+    stack = [r for r in roots if r >= 0]
+    while stack:
+        n = stack.pop()
+        if n in reach:
+            continue
+        reach.add(n)
+        stack.extend(c for _l, c in dag.node_list[n][2])
+    empty = None
+    if any(r < 0 for r in roots):  # a boundary state where every token dies: one empty node
+        empty = len(dag.node_list)
+        dag.node_list.append((-1, (), ()))
+        dag.support.append(-1)
+        reach.add(empty)
+    old_ids = sorted(reach, reverse=True)
+    new = {old: i for i, old in enumerate(old_ids)}
+    wmap: dict[int, int] = {}
+    wlist: list[Intervals] = []
 
-    def __init__(self, max_nodes: int, max_weights: int):
-        self.max_nodes = max_nodes
-        self.max_weights = max_weights
-        self.weights: dict[Intervals, int] = {}
-        self.weight_list: list[Intervals] = []
-        self._wunion: dict[int, int] = {}  # keys: lo << 32 | hi of the two ids
-        self.nodes: dict[tuple, int] = {}
-        self.node_list: list[tuple] = []
-        self.support: list[int] = []
-        self._union: dict[int, int] = {}
-        self._prefix: dict[int, int] = {}
-
-    def weight(self, ivs: Sequence[int]) -> int:
-        if not ivs:
+    def wid(w: int) -> int:
+        if w < 0:
             return -1
-        key = tuple(ivs)
-        w = self.weights.get(key)
-        if w is None:
-            if len(self.weight_list) >= self.max_weights:
-                raise GrammarTooComplex(
-                    f"terminal DWA (weights): more than {self.max_weights} distinct token sets "
-                    "(limit max_weights)")
-            w = len(self.weight_list)
-            self.weights[key] = w
-            self.weight_list.append(key)
-        return w
+        r = wmap.get(w)
+        if r is None:
+            r = wmap[w] = len(wlist)
+            wlist.append(dag.weight_list[w])
+        return r
 
-    def wunion(self, a: int, b: int) -> int:
-        if a < 0 or a == b:
-            return b
-        if b < 0:
-            return a
-        key = (a << 32 | b) if a < b else (b << 32 | a)  # int keys hash faster than pairs
-        w = self._wunion.get(key)
-        if w is None:
-            ia, ib = self.weight_list[a], self.weight_list[b]
-            if ia[0] > ib[0]:
-                ia, ib = ib, ia
-            # Trie order makes most unions append a later interval run: concatenate (fusing the
-            # touching ends) instead of merging; the result is the same list.
-            if ia[-1] < ib[0]:
-                w = self.weight(ia + ib)
-            elif ia[-1] == ib[0]:
-                w = self.weight(ia[:-1] + ib[1:])
-            else:
-                w = self.weight(_union2(ia, ib))
-            self._wunion[key] = w
-        return w
-
-    def node(self, final: int, opens: tuple, edges: tuple) -> int:
-        if final < 0 and not opens and not edges:
-            return -1
-        key = (final, opens, edges)
-        n = self.nodes.get(key)
-        if n is None:
-            if len(self.node_list) >= self.max_nodes:
-                raise GrammarTooComplex(
-                    f"terminal DWA (nodes): more than {self.max_nodes} automaton nodes (limit max_nodes)")
-            sup = final
-            for _t, w in opens:
-                sup = self.wunion(sup, w)
-            for _l, c in edges:
-                sup = self.wunion(sup, self.support[c])
-            n = len(self.node_list)
-            self.nodes[key] = n
-            self.node_list.append(key)
-            self.support.append(sup)
-        return n
-
-    def prefix(self, lab: Optional[int], n: int) -> int:
-        """The node denoting ``lab`` followed by ``n``'s outcomes (``n`` itself when no label)."""
-        if lab is None or n < 0:
-            return n
-        key = lab << 32 | n
-        hit = self._prefix.get(key)
-        if hit is None:
-            hit = self._prefix[key] = self.node(-1, (), ((lab, n),))
-        return hit
-
-    def union(self, a: int, b: int) -> int:
-        if a < 0 or a == b:
-            return b
-        if b < 0:
-            return a
-        key = (a << 32 | b) if a < b else (b << 32 | a)
-        hit = self._union.get(key)
-        if hit is not None:
-            return hit
-        fa, oa, ea = self.node_list[a]
-        fb, ob, eb = self.node_list[b]
-        final = self.wunion(fa, fb)
-        if not ea and not eb:
-            # Fast path (most unions merge sibling leaves): same calls, same result, no dicts.
-            if len(oa) == len(ob) and all(x[0] == y[0] for x, y in zip(oa, ob)):
-                wunion = self.wunion
-                res = self.node(final, tuple([(x[0], wunion(x[1], y[1])) for x, y in zip(oa, ob)]), ())
-                self._union[key] = res
-                return res
-        opens = dict(oa)
-        for t, w in ob:
-            opens[t] = self.wunion(opens.get(t, -1), w)
-        edges = dict(ea)
-        for lab, c in eb:
-            edges[lab] = self.union(edges.get(lab, -1), c)
-        res = self.node(final, tuple(sorted(opens.items())), tuple(sorted(edges.items())))
-        self._union[key] = res
-        return res
-
-    def finish(self, order: list[int], roots: list[int], seeds: dict[int, int], stats: dict,
-               n_tokens: int) -> TerminalDWA:
-        # nodes reachable from the roots, parents first (a child is always interned before its parent)
-        reach: set[int] = set()
-        stack = [r for r in roots if r >= 0]
-        while stack:
-            n = stack.pop()
-            if n in reach:
-                continue
-            reach.add(n)
-            stack.extend(c for _l, c in self.node_list[n][2])
-        empty = None
-        if any(r < 0 for r in roots):  # a boundary state where every token dies: one empty node
-            empty = len(self.node_list)
-            self.node_list.append((-1, (), ()))
-            self.support.append(-1)
-            reach.add(empty)
-        old_ids = sorted(reach, reverse=True)
-        new = {old: i for i, old in enumerate(old_ids)}
-        wmap: dict[int, int] = {}
-        wlist: list[Intervals] = []
-
-        def wid(w: int) -> int:
-            if w < 0:
-                return -1
-            r = wmap.get(w)
-            if r is None:
-                r = wmap[w] = len(wlist)
-                wlist.append(self.weight_list[w])
-            return r
-
-        edge_ptr, edge_label, edge_target, edge_weight = [0], [], [], []
-        open_ptr, open_label, open_weight = [0], [], []
-        final_weight = []
-        for old in old_ids:
-            fw, ow, edges = self.node_list[old]
-            final_weight.append(wid(fw))
-            for t, w in ow:
-                open_label.append(t)
-                open_weight.append(wid(w))
-            open_ptr.append(len(open_label))
-            for lab, c in edges:
-                edge_label.append(lab)
-                edge_weight.append(wid(self.support[c]))
-                edge_target.append(new[c])
-            edge_ptr.append(len(edge_label))
-        conds = sorted(seeds)
-        fail = [wid(seeds[c]) for c in conds]
-        weight_ptr, bounds = [0], []
-        for ivs in wlist:
-            bounds.extend(ivs)
-            weight_ptr.append(len(bounds))
-        arrays = {
-            "boundary_states": order,
-            "roots": [new[r] if r >= 0 else new[empty] for r in roots],
-            "edge_ptr": edge_ptr, "edge_label": edge_label, "edge_target": edge_target,
-            "edge_weight": edge_weight, "final_weight": final_weight,
-            "open_ptr": open_ptr, "open_label": open_label, "open_weight": open_weight,
-            "weight_ptr": weight_ptr, "weight_bounds": bounds,
-            "cond_ids": conds, "fail_seed": fail,
-        }
-        arrays = {k: np.asarray(v, dtype=np.int32) for k, v in arrays.items()}
-        stats = dict(stats, nodes=len(old_ids), edges=len(edge_label), open_finals=len(open_label),
-                     weights=len(wlist))
-        return TerminalDWA(arrays, n_tokens=n_tokens, stats=stats)
+    edge_ptr, edge_label, edge_target, edge_weight = [0], [], [], []
+    open_ptr, open_label, open_weight = [0], [], []
+    final_weight = []
+    for old in old_ids:
+        fw, ow, edges = dag.node_list[old]
+        final_weight.append(wid(fw))
+        for t, w in ow:
+            open_label.append(t)
+            open_weight.append(wid(w))
+        open_ptr.append(len(open_label))
+        for lab, c in edges:
+            edge_label.append(lab)
+            edge_weight.append(wid(dag.support[c]))
+            edge_target.append(new[c])
+        edge_ptr.append(len(edge_label))
+    conds = sorted(seeds)
+    fail = [wid(seeds[c]) for c in conds]
+    weight_ptr, bounds = [0], []
+    for ivs in wlist:
+        bounds.extend(ivs)
+        weight_ptr.append(len(bounds))
+    arrays = {
+        "boundary_states": order,
+        "roots": [new[r] if r >= 0 else new[empty] for r in roots],
+        "edge_ptr": edge_ptr, "edge_label": edge_label, "edge_target": edge_target,
+        "edge_weight": edge_weight, "final_weight": final_weight,
+        "open_ptr": open_ptr, "open_label": open_label, "open_weight": open_weight,
+        "weight_ptr": weight_ptr, "weight_bounds": bounds,
+        "cond_ids": conds, "fail_seed": fail,
+    }
+    arrays = {k: np.asarray(v, dtype=np.int32) for k, v in arrays.items()}
+    stats = dict(stats, nodes=len(old_ids), edges=len(edge_label), open_finals=len(open_label),
+                 weights=len(wlist))
+    return TerminalDWA(arrays, n_tokens=n_tokens, stats=stats)

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from glrmask.errors import GrammarError, GrammarTooComplex
+from glrmask.errors import ArtifactError, GrammarError, GrammarTooComplex
 from glrmask.grammar.ir import Grammar, Rule
 
 END = "$END"
@@ -134,6 +134,38 @@ class LRTable:
             for t, a in enumerate(row)
             if a.is_conflict
         ]
+
+    # -- (de)serialization -----------------------------------------------------------------------
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Plain arrays for an artifact (no pickle): the dense tables as they are, and the names,
+        rules and bookkeeping as a ``uint8`` JSON blob ``lr_meta``. :meth:`from_arrays` rebuilds
+        the action rows from ``shift_table`` and the reduce CSR."""
+        from glrmask.json_blob import encode_json_blob
+
+        meta = {
+            "terminals": list(self.terminals),
+            "nonterminals": list(self.nonterminals),
+            "rules": [[r.lhs, list(r.rhs)] for r in self.rules],
+            "start_state": int(self.start_state),
+            "final_state": int(self.final_state),
+            "ignored_terminals": sorted(int(t) for t in self.ignored_terminals),
+            "notes": list(self.notes),
+            "method": self.method,
+        }
+        return {
+            "lr_meta": encode_json_blob(meta),
+            "shift_table": np.ascontiguousarray(self.shift_table, dtype=np.int32),
+            "goto_table": np.ascontiguousarray(self.goto_table, dtype=np.int32),
+            "reduce_offsets": np.ascontiguousarray(self.reduce_offsets, dtype=np.int32),
+            "reduce_rules": np.ascontiguousarray(self.reduce_rules, dtype=np.int32),
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], *, prefix: str = "") -> "LRTable":
+        """Rebuild a table from :meth:`to_arrays` (keys optionally prefixed). Checks names, shapes
+        and id ranges, raising :class:`ArtifactError`, so the GLR driver and compiled consumers
+        never index out of range."""
+        return _table_from_arrays(arrays, prefix)
 
     # -- construction ----------------------------------------------------------------------------
     @classmethod
@@ -485,3 +517,120 @@ def _assemble(b: _Builder, trans, reduces, start, final, notes, method) -> LRTab
         notes=notes,
         method=method,
     )
+
+
+_LR_ARRAYS = ("lr_meta", "shift_table", "goto_table", "reduce_offsets", "reduce_rules")
+
+
+def _table_from_arrays(arrays: Mapping[str, np.ndarray], prefix: str) -> LRTable:
+    """See :meth:`LRTable.from_arrays`."""
+    from glrmask.json_blob import decode_json_blob
+
+    missing = [prefix + n for n in _LR_ARRAYS if prefix + n not in arrays]
+    if missing:
+        raise ArtifactError(f"LR table arrays missing: {', '.join(missing)}")
+
+    def bad(what: str) -> ArtifactError:
+        return ArtifactError(f"LR table arrays are inconsistent: {what}")
+
+    def want(name: str, ndim: int) -> np.ndarray:
+        x = np.asarray(arrays[prefix + name])
+        if x.dtype != np.int32 or x.ndim != ndim:
+            raise ArtifactError(
+                f"LR table array {prefix + name!r}: expected {ndim}-d int32, got {x.ndim}-d {x.dtype}"
+            )
+        return x
+
+    meta = decode_json_blob(arrays[prefix + "lr_meta"], f"LR table array {prefix + 'lr_meta'!r}")
+    shift, goto = want("shift_table", 2), want("goto_table", 2)
+    offsets, flat = want("reduce_offsets", 1), want("reduce_rules", 1)
+    terminals = _str_list(meta, "terminals", bad)
+    nonterminals = _str_list(meta, "nonterminals", bad)
+    raw_rules = _field(meta, "rules", list, bad)
+    rules: list[Rule] = []
+    for r in raw_rules:
+        if (not isinstance(r, list) or len(r) != 2 or not isinstance(r[0], str)
+                or not isinstance(r[1], list) or not all(isinstance(x, str) for x in r[1])):
+            raise bad(f"malformed rule {r!r}")
+        rules.append(Rule(r[0], tuple(r[1])))
+    start = _field(meta, "start_state", int, bad)
+    final = _field(meta, "final_state", int, bad)
+    ignored = _field(meta, "ignored_terminals", list, bad)
+    notes = _str_list(meta, "notes", bad)
+    method = _field(meta, "method", str, bad)
+
+    T, n_nt = len(terminals), len(nonterminals)
+    if len(set(terminals)) != T or len(set(nonterminals)) != n_nt:
+        raise bad("duplicate terminal or nonterminal names")
+    if not terminals or terminals[-1] != END or not nonterminals or nonterminals[0] != AUG_START:
+        raise bad(f"terminals must end with {END!r} and nonterminals start with {AUG_START!r}")
+    terminal_index = {t: i for i, t in enumerate(terminals)}
+    nonterminal_index = {n: i for i, n in enumerate(nonterminals)}
+    for r in rules:
+        if r.lhs not in nonterminal_index or any(
+                x not in terminal_index and x not in nonterminal_index for x in r.rhs):
+            raise bad(f"rule {r} names an unknown symbol")
+    n = shift.shape[0]
+    if shift.shape[1] != T or goto.shape != (n, n_nt):
+        raise bad("shift_table/goto_table shapes do not match the symbol counts")
+    if n == 0 or not (0 <= start < n and 0 <= final < n):
+        raise bad("start or final state out of range")
+    if shift.size and (shift.min() < -1 or shift.max() >= n):
+        raise bad("a shift targets a state out of range")
+    if goto.size and (goto.min() < -1 or goto.max() >= n):
+        raise bad("a goto targets a state out of range")
+    if offsets.shape != (n * T + 1,) or offsets[0] != 0 or (np.diff(offsets) < 0).any():
+        raise bad("reduce_offsets must be a non-decreasing offset array of n_states*n_terminals+1 entries")
+    if flat.shape != (int(offsets[-1]),) or (flat.size and (flat.min() < 0 or flat.max() >= len(rules))):
+        raise bad("reduce_rules length or rule ids out of range")
+    if not all(isinstance(t, int) and 0 <= t < T for t in ignored):
+        raise bad("ignored terminal ids out of range")
+
+    # rows: a cell has an action iff it shifts or reduces; accept = shift on the $END column
+    end = T - 1
+    counts = np.diff(offsets).reshape(n, T)
+    offs = offsets.tolist()
+    flat_l = flat.tolist()
+    shift_l = shift.tolist()
+    interned: dict[Action, Action] = {}
+    rows: list[list[Action]] = [[EMPTY_ACTION] * T for _ in range(n)]
+    for s, t in zip(*(x.tolist() for x in np.nonzero((shift >= 0) | (counts > 0)))):
+        k = s * T + t
+        tgt = shift_l[s][t]
+        a = Action(None if tgt < 0 else tgt, tuple(flat_l[offs[k]:offs[k + 1]]), t == end and tgt >= 0)
+        rows[s][t] = interned.setdefault(a, a)
+    return LRTable(
+        terminals=terminals,
+        terminal_index=terminal_index,
+        nonterminals=nonterminals,
+        nonterminal_index=nonterminal_index,
+        rules=rules,
+        rule_lhs=[nonterminal_index[r.lhs] for r in rules],
+        rule_len=[len(r.rhs) for r in rules],
+        start_state=start,
+        final_state=final,
+        shift_table=shift,
+        goto_table=goto,
+        reduce_offsets=offsets,
+        reduce_rules=flat,
+        rows=rows,
+        ignored_terminals=frozenset(ignored),
+        notes=notes,
+        method=method,
+    )
+
+
+def _field(meta: Any, key: str, typ: type, bad) -> Any:
+    if not isinstance(meta, dict) or key not in meta:
+        raise bad(f"lr_meta lacks {key!r}")
+    v = meta[key]
+    if not isinstance(v, typ) or (typ is int and isinstance(v, bool)):
+        raise bad(f"lr_meta[{key!r}] must be {typ.__name__}")
+    return v
+
+
+def _str_list(meta: Any, key: str, bad) -> list[str]:
+    v = _field(meta, key, list, bad)
+    if not all(isinstance(x, str) for x in v):
+        raise bad(f"lr_meta[{key!r}] must be a list of strings")
+    return list(v)

@@ -1,0 +1,148 @@
+"""LRTable.to_arrays / LRTable.from_arrays: a table survives plain arrays (and an artifact file)
+with every field equal and a GLR driver over it behaving identically."""
+from __future__ import annotations
+
+import random
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from glrmask.artifact import read_artifact, write_artifact
+from glrmask.errors import ArtifactError
+from glrmask.grammar.loader import load_grammar
+from glrmask.grammar.normalize import normalize
+from glrmask.json_blob import encode_json_blob
+from glrmask.lr import GLR, LRTable
+
+from _grammars import CASES
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = Path(__file__).resolve().parent / "data" / "grammars"
+SOURCES = (
+    {p.stem: str(p) for p in sorted((ROOT / "grammars").glob("*.lark"))}
+    | {f"corpus_{p.parent.name}": str(p) for p in sorted(CORPUS.glob("*/grammar.lark"))}
+    | {f"case_{c.name}": c.grammar for c in CASES}
+)
+
+
+@lru_cache(maxsize=None)
+def table(name: str, max_states: int = 20_000) -> LRTable:
+    return LRTable.build(normalize(load_grammar(SOURCES[name])), max_states=max_states)
+
+
+def round_trip(t: LRTable) -> LRTable:
+    return LRTable.from_arrays(t.to_arrays())
+
+
+def same_table(a: LRTable, b: LRTable) -> None:
+    assert a.terminals == b.terminals and a.terminal_index == b.terminal_index
+    assert a.nonterminals == b.nonterminals and a.nonterminal_index == b.nonterminal_index
+    assert a.rules == b.rules and a.rule_lhs == b.rule_lhs and a.rule_len == b.rule_len
+    assert (a.start_state, a.final_state) == (b.start_state, b.final_state)
+    for name in ("shift_table", "goto_table", "reduce_offsets", "reduce_rules"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and np.array_equal(x, y), name
+    assert a.rows == b.rows
+    assert a.ignored_terminals == b.ignored_terminals
+    assert a.notes == b.notes and a.method == b.method
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_round_trip_keeps_every_field(name):
+    same_table(table(name), round_trip(table(name)))
+
+
+def test_lalr_fallback_notes_and_method_survive():
+    t = table("sql", max_states=50)
+    assert t.method == "lalr1" and t.notes
+    same_table(t, round_trip(t))
+
+
+def test_ignored_terminals_survive():
+    t = table("case_keywords_vs_names")
+    assert t.ignored_terminals
+    assert round_trip(t).ignored_terminals == t.ignored_terminals
+
+
+def test_accept_is_the_shift_on_the_end_column():
+    t = round_trip(table("json"))
+    accepting = [(s, a) for s, row in enumerate(t.rows) for a in row if a.accept]
+    assert accepting
+    for s, a in accepting:
+        assert a is t.rows[s][t.end_id] and a.shift is not None
+
+
+@pytest.mark.parametrize("name", ["json", "sql", "corpus_c_subset", "case_ambiguous_expr", "case_non_lalr"])
+def test_glr_over_the_loaded_table_behaves_identically(name):
+    orig = table(name)
+    g1, g2 = GLR(orig), GLR(round_trip(orig))
+    rnd = random.Random(name)
+    for _ in range(40):
+        f1, f2 = g1.initial(), g2.initial()
+        for _ in range(rnd.randint(1, 30)):
+            assert f1 == f2  # stack nodes are interned: equal states give equal frontiers
+            acc = g1.acceptable(f1)
+            assert acc == g2.acceptable(f2)
+            assert g1.accepts_end(f1) == g2.accepts_end(f2)
+            if not acc:
+                break
+            # mostly a terminal that keeps the sentence alive, sometimes any terminal
+            t = rnd.choice(sorted(acc)) if rnd.random() < 0.9 else rnd.randrange(orig.n_terminals)
+            f1, f2 = g1.feed(f1, t), g2.feed(f2, t)
+            if not f1:
+                assert not f2
+                break
+
+
+def test_artifact_file_round_trip(tmp_path):
+    t = table("tinylang")
+    write_artifact(tmp_path / "lr.bin", kind="lr", meta={}, arrays=t.to_arrays())
+    same_table(t, LRTable.from_arrays(read_artifact(tmp_path / "lr.bin", kind="lr").arrays))
+
+
+def test_prefixed_keys_are_read():
+    t = table("arithmetic")
+    arrays = {"lr/" + k: v for k, v in t.to_arrays().items()}
+    same_table(t, LRTable.from_arrays(arrays, prefix="lr/"))
+
+
+def test_missing_array_is_an_artifact_error():
+    arrays = table("arithmetic").to_arrays()
+    del arrays["goto_table"]
+    with pytest.raises(ArtifactError, match="goto_table"):
+        LRTable.from_arrays(arrays)
+
+
+def test_out_of_range_shift_is_an_artifact_error():
+    arrays = table("arithmetic").to_arrays()
+    arrays["shift_table"] = arrays["shift_table"].copy()
+    arrays["shift_table"][0, 0] = arrays["shift_table"].shape[0]
+    with pytest.raises(ArtifactError, match="shift"):
+        LRTable.from_arrays(arrays)
+
+
+def test_wrong_dtype_is_an_artifact_error():
+    arrays = table("arithmetic").to_arrays()
+    arrays["reduce_rules"] = arrays["reduce_rules"].astype(np.int64)
+    with pytest.raises(ArtifactError, match="reduce_rules"):
+        LRTable.from_arrays(arrays)
+
+
+def test_rule_naming_an_unknown_symbol_is_an_artifact_error():
+    import json
+
+    arrays = table("arithmetic").to_arrays()
+    meta = json.loads(arrays["lr_meta"].tobytes())
+    meta["rules"][1][1] = ["no_such_symbol"]
+    arrays["lr_meta"] = encode_json_blob(meta)
+    with pytest.raises(ArtifactError, match="unknown symbol"):
+        LRTable.from_arrays(arrays)
+
+
+def test_corrupt_meta_blob_is_an_artifact_error():
+    arrays = table("arithmetic").to_arrays()
+    arrays["lr_meta"] = np.frombuffer(b"{not json", dtype=np.uint8).copy()
+    with pytest.raises(ArtifactError, match="lr_meta"):
+        LRTable.from_arrays(arrays)
