@@ -360,7 +360,7 @@ cdef class _Walk:
         cdef long lo, hi
         cdef uint64_t n0, n1, n2, n3
         cdef bint whole
-        nw = self.b.neutral_bytes(cid)
+        nw, loop_res = self.b.neutral_bytes(cid)
         n0, n1, n2, n3 = nw[0], nw[1], nw[2], nw[3]
         for j in range(<long>child_ptr[node], <long>child_ptr[node + 1]):
             c = self.child_node[j]
@@ -376,7 +376,8 @@ cdef class _Walk:
                   else (n2 >> (byte - 128)) & 1 if byte < 192 else (n3 >> (byte - 192)) & 1) \
                     and (self.sub_bytes[c, 0] & ~n0) == 0 and (self.sub_bytes[c, 1] & ~n1) == 0 \
                     and (self.sub_bytes[c, 2] & ~n2) == 0 and (self.sub_bytes[c, 3] & ~n3) == 0:
-                # every byte below leaves the branch unchanged: all the subtree's tokens end here
+                # every byte below loops (res is the loop result): each token of the subtree ends
+                # in the branch itself and in each exit of the loop
                 whole = True
                 lo = self.sub_lo[c]
                 hi = self.sub_hi[c]

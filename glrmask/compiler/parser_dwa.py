@@ -182,19 +182,25 @@ class ParserDWA:
         """Determinize every state reachable from every root, breadth-first, until done (True) or a
         limit is hit (False; the rest stays lazy)."""
         t0 = time.perf_counter()
-        for q in self.tdwa.boundary_states.tolist():
-            self.start(q)
-        x = 0
-        while x < self.n_states:
-            if max_states is not None and self.n_states > max_states:
-                return False
-            if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
-                return False
-            self.step(x, -1)  # an LR state no effect automaton names: the DEFAULT edge
-            for s in sorted(self._rows[x][1]):
-                self.step(x, s)
-            x += 1
-        return True
+        self._c.deadline = None if max_seconds is None else t0 + max_seconds
+        try:
+            for q in self.tdwa.boundary_states.tolist():
+                self.start(q)
+            x = 0
+            while x < self.n_states:
+                if max_states is not None and self.n_states > max_states:
+                    return False
+                if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
+                    return False
+                self.step(x, -1)  # an LR state no effect automaton names: the DEFAULT edge
+                for s in sorted(self._rows[x][1]):
+                    self.step(x, s)
+                x += 1
+            return True
+        except _OutOfTime:
+            return False
+        finally:
+            self._c.deadline = None
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The flat layout of the complete automaton (runs :meth:`expand` without limits): see the
@@ -232,6 +238,10 @@ class ParserDWA:
 
     def __repr__(self) -> str:
         return f"ParserDWA(roots={len(self._root_index)}, states built={self.n_states})"
+
+
+class _OutOfTime(Exception):
+    """Eager determinization ran out of its time; memo tables hold only finished entries."""
 
 
 class _Effect:
@@ -277,6 +287,7 @@ class _Composer:
         self._edge_weight = tdwa.edge_weight.tolist()
         self._state_ids: dict[tuple, int] = {}
         self.states: list[tuple[tuple[ReadState, int], ...]] = []
+        self.deadline: Optional[float] = None  # set by ParserDWA.expand: stop eager work in time
 
     def _bits(self, w: int) -> int:
         return self.cs[w] if w >= 0 else 0
@@ -292,6 +303,8 @@ class _Composer:
         if len(self.closures) >= self.max_closures:
             raise GrammarTooComplex(
                 f"parser DWA: more than {self.max_closures} product states (limit max_closures)")
+        if self.deadline is not None and not len(self.closures) & 1023 and time.perf_counter() > self.deadline:
+            raise _OutOfTime
         acc = self._bits(self._final[d])
         reads: dict[ReadState, int] = {}
         eff = self.eff

@@ -284,7 +284,7 @@ class _Builder:
         self._nn = len(self.node_internal)
         self._memo: dict[int, int] = {}  # branch id * n_trie_nodes + trie node -> DAG node
         self.dag = _Dag(max_nodes, max_weights)
-        self._neutral: dict[int, tuple[int, int, int, int]] = {}
+        self._neutral: dict[int, tuple[tuple[int, int, int, int], tuple]] = {}
         self.subtree_bytes = _subtree_byte_sets(trie.child_ptr, trie.child_byte, trie.child_node)
         self.end_conds: set[int] = set()
         self.end_states: set[int] = set()
@@ -367,19 +367,30 @@ class _Builder:
         return res
 
     # ---------------------------------------------------------------- the walk
-    def neutral_bytes(self, cid: int) -> tuple[int, int, int, int]:
-        """The bytes that leave branch ``cid`` exactly as it is (no label, same lexer state and
-        conditions), as four 64-bit words: a trie subtree spelled only with them is all tokens
-        that end in ``cid`` — the walk takes it in one step (most of a vocabulary, inside a
-        string)."""
+    def neutral_bytes(self, cid: int) -> tuple[tuple[int, int, int, int], tuple]:
+        """The *looping* bytes of branch ``cid`` and their common step result ``R``, for skipping
+        whole trie subtrees: ``R`` keeps the branch as it is (``(None, cid)``) and may add exit
+        branches ``(label, cid2)`` that every looping byte kills (``TEXT: /[^,]+/`` reports a match
+        after each byte, which the next byte of the field refutes). A subtree spelled only with
+        looping bytes then denotes, for all its tokens at once, ``cid`` itself plus each exit — the
+        walk takes it in one step (most of a vocabulary, inside a string or a free-text field).
+        Returns (the bytes as four 64-bit words, ``R``); no bytes when no such ``R`` exists."""
         hit = self._neutral.get(cid)
         if hit is None:
-            same = ((None, cid),)
-            words = [0, 0, 0, 0]
+            by_result: dict[tuple, list[int]] = {}
             for byte in range(256):
-                if self._step(cid, byte) == same:
-                    words[byte >> 6] |= 1 << (byte & 63)
-            hit = self._neutral[cid] = tuple(words)
+                res = self._step(cid, byte)
+                if (None, cid) in res:
+                    by_result.setdefault(res, []).append(byte)
+            hit = ((0, 0, 0, 0), ())
+            if by_result:
+                res, loop = max(by_result.items(), key=lambda kv: len(kv[1]))
+                if all(not self._step(cid2, b) for lab, cid2 in res if (lab, cid2) != (None, cid) for b in loop):
+                    words = [0, 0, 0, 0]
+                    for byte in loop:
+                        words[byte >> 6] |= 1 << (byte & 63)
+                    hit = (tuple(words), res)
+            self._neutral[cid] = hit
         return hit
 
     def walk(self, node0: int, cfg0) -> int:
