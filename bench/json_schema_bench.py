@@ -43,6 +43,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from peers import LlguidanceMatcher, XgrammarMatcher  # noqa: E402  (bench/peers.py)
+
 SHARED = ROOT.parent / "shared" / "data"
 DATA = SHARED / "jsonschemabench" / "maskbench"
 TOKENIZER = SHARED / "tokenizers" / "llama-3.1" / "tokenizer.json"
@@ -128,12 +130,10 @@ class LlguidanceEngine(Engine):
     def __init__(self, lenient: bool):
         import llguidance
         import llguidance.hf
-        import llguidance.numpy
         import transformers
 
         hf = transformers.PreTrainedTokenizerFast(tokenizer_file=str(TOKENIZER))
         self.ll = llguidance
-        self.fill = llguidance.numpy.fill_next_token_bitmask
         self.tok = llguidance.hf.from_tokenizer(hf, eos_token=EOS)
         self.n = self.tok.vocab_size
         self.lenient = lenient
@@ -147,21 +147,8 @@ class LlguidanceEngine(Engine):
             if any(w in err.lower() for w in ("limit", "fuel", "too many", "too large", "too big")):
                 raise OverBudget(err)
             raise CompileRefused(err)
-        fill, n = self.fill, self.n
-
-        class M(Matcher):
-            def __init__(self):
-                self.m = proto.deep_copy()
-                self.words = np.zeros((1, (n + 31) // 32), dtype=np.int32)
-
-            def mask(self):
-                fill(self.m, self.words, 0)
-                return self.words
-
-            def commit(self, token):
-                return self.m.consume_token(token)
-
-        return M
+        n = self.n
+        return lambda: LlguidanceMatcher(proto, n)
 
 
 class XgrammarEngine(Engine):
@@ -186,21 +173,7 @@ class XgrammarEngine(Engine):
         except Exception as e:  # xgrammar raises RuntimeError/ValueError for unsupported schemas
             raise CompileRefused(f"{type(e).__name__}: {str(e)[:200]}") from e
         vocab_size = self.info.vocab_size
-
-        class M(Matcher):
-            def __init__(self):
-                self.m = xgr.GrammarMatcher(compiled)
-                self.t = xgr.allocate_token_bitmask(1, vocab_size)
-                self.words = self.t.numpy()
-
-            def mask(self):
-                self.m.fill_next_token_bitmask(self.t)
-                return self.words
-
-            def commit(self, token):
-                return self.m.accept_token(token)
-
-        return M
+        return lambda: XgrammarMatcher(compiled, vocab_size)
 
 
 ENGINES = {"glrmask": GlrmaskEngine, "llguidance": LlguidanceEngine, "xgrammar": XgrammarEngine}

@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import glrmask  # noqa: E402
+from peers import LlguidanceMatcher, XgrammarMatcher  # noqa: E402  (bench/peers.py)
 
 
 def percentiles(samples_us: list[float]) -> str:
@@ -78,31 +79,17 @@ def glrmask_engine(grammar: Path, vocab, mode: str):
 def llguidance_engine(grammar: Path, tokenizer: str):
     import llguidance
     import llguidance.hf
-    import llguidance.numpy
     import transformers
 
     hf = transformers.PreTrainedTokenizerFast(tokenizer_file=tokenizer)
     tok = llguidance.hf.from_tokenizer(hf)
-    fill, n = llguidance.numpy.fill_next_token_bitmask, tok.vocab_size
 
     def make():
         g = llguidance.LLMatcher.grammar_from_lark(grammar.read_text(encoding="utf-8"))
         proto = llguidance.LLMatcher(tok, g, log_level=0)
         if proto.is_error():
             raise RuntimeError(proto.get_error())
-
-        class M:
-            def __init__(self):
-                self.m = proto.deep_copy()
-                self.words = np.zeros((1, (n + 31) // 32), dtype=np.int32)
-
-            def mask(self):
-                fill(self.m, self.words, 0)
-                return self.words
-
-            def commit(self, t):
-                return self.m.consume_token(t)
-        return M
+        return lambda: LlguidanceMatcher(proto, tok.vocab_size)
     return make
 
 
@@ -115,19 +102,7 @@ def xgrammar_engine(tokenizer: str):
 
     def make():
         compiled = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False).compile_builtin_json_grammar()
-
-        class M:
-            def __init__(self):
-                self.m = xgr.GrammarMatcher(compiled)
-                self.t = xgr.allocate_token_bitmask(1, info.vocab_size)
-
-            def mask(self):
-                self.m.fill_next_token_bitmask(self.t)
-                return self.t
-
-            def commit(self, t):
-                return self.m.accept_token(t)
-        return M
+        return lambda: XgrammarMatcher(compiled, info.vocab_size)
     return make
 
 

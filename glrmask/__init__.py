@@ -5,9 +5,10 @@
     state = mask.start()
     bits = mask.get_mask(state)                     # packed int32, bit id%32 of word id//32
     state.commit(token_id)
+    mask.save("json.glrm"); mask = glrmask.load("json.glrm", vocab)   # compiled once, loaded in ms
 """
 from . import guards
-from .api import Mask, State, compile, compile_grammar, compile_json_schema
+from .api import Mask, State, compile, compile_grammar, compile_json_schema, load
 from .errors import (
     ArtifactError,
     GlrmaskError,
@@ -39,6 +40,7 @@ __all__ = [
     "compile_json_schema",
     "guards",
     "json_schema_to_grammar",
+    "load",
     "load_grammar",
     "lower_json_schema",
 ]

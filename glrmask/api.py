@@ -482,4 +482,9 @@ def compile_grammar(grammar: Grammar, vocab: Vocab, *, mode: str = "static", lim
     return cached_compile(grammar, vocab, cache_dir, limits=limits, on_stage=on_stage)
 
 
-__all__ = ["Mask", "State", "compile", "compile_grammar", "compile_json_schema"]
+def load(path: "str | os.PathLike[str]", vocab: Vocab) -> Mask:
+    """A mask saved with :meth:`Mask.save` (``glrmask compile … -o path``), for ``vocab``."""
+    return Mask.load(path, vocab)
+
+
+__all__ = ["Mask", "State", "compile", "compile_grammar", "compile_json_schema", "load"]

@@ -234,10 +234,10 @@ DWA_CASES = ["ambiguous_expr", "keywords_vs_names", "lazy_quantifier", "trailing
 @lru_cache(maxsize=None)
 def dwas(name: str):
     if name == "json_bytes":
-        mask = glrmask.compile(str(ROOT / "grammars" / "json.lark"), byte_vocab())
+        mask = glrmask.compile(str(ROOT / "grammars" / "json.lark"), byte_vocab(), mode="dynamic")
     else:
         case = CASE_BY_NAME[name]
-        mask = glrmask.compile(case.grammar, tiny_vocab(list(case.pieces)), format="lark")
+        mask = glrmask.compile(case.grammar, tiny_vocab(list(case.pieces)), format="lark", mode="dynamic")
     dense = DenseLexer.from_lexer(mask.lexer)
     built = []
     for lexer in (mask.lexer, dense):

@@ -229,3 +229,16 @@ def test_cli_compile_of_an_artifact_is_refused(tmp_path, json_saved, capsys):
     _mask, path = json_saved
     assert main(["compile", str(path), "-o", str(tmp_path / "x.glrm")]) == 2
     assert "already a compiled artifact" in capsys.readouterr().err
+
+
+def test_cli_compiles_a_json_schema_and_checks_documents_with_the_artifact(tmp_path, capsys):
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {"n": {"type": "integer"}},
+                                  "required": ["n"], "additionalProperties": False}))
+    out = tmp_path / "schema.glrm"
+    assert main(["compile", "--json-schema", str(schema), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["check", str(out), "--text", '{"n": 12}']) == 0
+    assert main(["check", str(out), "--text", '{"n": "x"}']) == 1
+    assert main(["inspect", str(out), "--arrays"]) == 0
+    assert "class_sets" in capsys.readouterr().out

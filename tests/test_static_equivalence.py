@@ -39,14 +39,9 @@ SHIPPED = sorted(p.stem for p in GRAMMARS.glob("*.lark"))
 CORPUS_NAMES = sorted(p.name for p in CORPUS.iterdir()
                       if (p / "grammar.lark").is_file() and any((p / "inputs").glob("*.txt")))
 
-# Pairs whose static compile (or dynamic replay) takes ~10 s or more on one core today: they run
-# only with ``-m slow`` so the default run of this module stays near two minutes. Revisit as the
-# static compiler gets faster (java_subset alone needs over two minutes).
-SLOW: set[tuple[str, str]] = {
-    ("sql", "qwen3"), ("sql", "mistral-7b-v0.1"),
-    ("corpus/java_subset", "gpt2"), ("corpus/sqlite", "gpt2"), ("corpus/go_subset", "gpt2"),
-    ("corpus/ini", "gpt2"), ("corpus/pyexpr", "gpt2"),
-}
+# Pairs that run only with ``-m slow``: the Java subset's stack effects alone take about a minute
+# (its LR table has thousands of states), far beyond this module's share of the CI budget.
+SLOW: set[tuple[str, str]] = {("corpus/java_subset", "gpt2")}
 
 WALKS = 4          # random walks per pair
 WALK_STEPS = 30    # tokens per walk (a walk ends early when the mask is empty or the state ended)

@@ -30,7 +30,7 @@ from glrmask.errors import ArtifactError, GlrmaskError
 from glrmask.json_blob import decode_json_blob, encode_json_blob
 
 from .dfa import LexerDFA
-from .lexer import Lexer
+from .lexer import Lexer, scan_with
 
 __all__ = ["DenseLexer", "RestrictionUnsupported"]
 
@@ -174,14 +174,7 @@ class DenseLexer:
 
     def scan(self, state: int, data: bytes) -> tuple[int, list[tuple[int, int, int]]]:
         """Like :meth:`Lexer.scan`: feed ``data``, collecting ``(end_offset, terminal, cond)``."""
-        out: list[tuple[int, int, int]] = []
-        for i, b in enumerate(data):
-            if state < 0:
-                break
-            state, ev = self.step(state, b)
-            for t, c in ev:
-                out.append((i + 1, t, c))
-        return state, out
+        return scan_with(self.step, state, data)
 
     # ------------------------------------------------------------------ internals
     def _build_row(self, state: int) -> list[tuple[int, tuple[Event, ...]]]:

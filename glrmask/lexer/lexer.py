@@ -168,14 +168,7 @@ class Lexer:
         """Feed ``data``; returns ``(state, [(end_offset, terminal_id, cond_id), ...])`` where
         ``end_offset`` counts bytes of ``data`` (the candidate ends after ``data[end_offset-1]``).
         Stops early once the state is DEAD."""
-        out: list[tuple[int, int, int]] = []
-        for i, b in enumerate(data):
-            if state < 0:
-                break
-            state, ev = self.step(state, b)
-            for t, c in ev:
-                out.append((i + 1, t, c))
-        return state, out
+        return scan_with(self.step, state, data)
 
     def alive_terminals(self, state: int) -> frozenset[int]:
         """Terminals whose lane is not empty (they may still report events)."""
@@ -685,3 +678,15 @@ class Lexer:
                     return self.FALSE  # a higher-priority thread matched unconditionally
                 new.append((q, qcs))
         return self._make_cond(t, tr2, new, own2)
+
+
+def scan_with(step, state: int, data: bytes) -> tuple[int, list[tuple[int, int, int]]]:
+    """:meth:`Lexer.scan` over any ``step(state, byte) -> (state', events)`` (lazy or dense)."""
+    out: list[tuple[int, int, int]] = []
+    for i, b in enumerate(data):
+        if state < 0:
+            break
+        state, ev = step(state, b)
+        for t, c in ev:
+            out.append((i + 1, t, c))
+    return state, out
