@@ -159,12 +159,10 @@ class XgrammarEngine(Engine):
         import xgrammar as xgr
 
         hf = transformers.PreTrainedTokenizerFast(tokenizer_file=str(TOKENIZER))
-        self.xgr = xgr
         self.info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=len(hf), stop_token_ids=[EOS])
         self.compiler = xgr.GrammarCompiler(self.info, max_threads=1, cache_enabled=False)
 
     def compile(self, schema):
-        xgr = self.xgr
         try:
             # strict_mode=False: JSON Schema semantics (extra properties/items allowed unless forbidden)
             compiled = self.compiler.compile_json_schema(json.dumps(schema), any_whitespace=True, strict_mode=False)
