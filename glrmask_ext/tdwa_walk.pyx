@@ -53,6 +53,11 @@ cdef list _union2(tuple a, tuple b):
     return out
 
 
+cdef list _operands(list ids):
+    """The distinct non-empty (non-negative) ids of a many-way union, ascending."""
+    return sorted(set([x for x in ids if <long>x >= 0]))
+
+
 cdef class Dag:
     """Hash-consed weighted label trees: a node is ``(final weight, ((open label, weight), ...),
     ((label, child), ...))`` (sorted, child ids lower than the node's), so equal denotations are
@@ -175,13 +180,9 @@ cdef class Dag:
         cdef tuple iv
         cdef Py_ssize_t k
         cdef long lo, hi
-        ws = sorted(set([w for w in ws if <long>w >= 0]))
-        if not ws:
-            return -1
-        if len(ws) == 1:
-            return ws[0]
-        if len(ws) == 2:
-            return self._wunion_(ws[0], ws[1])
+        ws = _operands(ws)
+        if len(ws) <= 2:
+            return self._wunion_(ws[0], ws[1]) if len(ws) == 2 else (ws[0] if ws else -1)
         for w in ws:
             iv = self.weight_list[w]
             for k in range(0, len(iv), 2):
@@ -201,13 +202,9 @@ cdef class Dag:
         all children of a trie node; pairwise unions would intern every partial result)."""
         cdef dict opens, edges
         cdef list finals
-        ns = sorted(set([n for n in ns if <long>n >= 0]))
-        if not ns:
-            return -1
-        if len(ns) == 1:
-            return ns[0]
-        if len(ns) == 2:
-            return self._union_(ns[0], ns[1])
+        ns = _operands(ns)
+        if len(ns) <= 2:
+            return self._union_(ns[0], ns[1]) if len(ns) == 2 else (ns[0] if ns else -1)
         key = tuple(ns)
         hit = self._union_many.get(key)
         if hit is not None:
