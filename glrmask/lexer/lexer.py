@@ -117,10 +117,12 @@ class Lexer:
         self._cond_step: dict[tuple[int, int], int] = {}
         self._cond_sat: dict[int, bool] = {}
         # joint states
-        self._js: list[tuple[int, ...]] = []
-        self._js_ids: dict[tuple[int, ...], int] = {}
+        # a joint state is the tuple of its live lanes ``(terminal, lane state)``, by terminal:
+        # sparse, because after a byte or two most terminals of a large grammar are dead
+        self._js: list[tuple[tuple[int, int], ...]] = []
+        self._js_ids: dict[tuple[tuple[int, int], ...], int] = {}
         self._js_step: dict[tuple[int, int], tuple[int, tuple[Event, ...]]] = {}
-        init = tuple(self._initial_lane(t) for t in range(n))
+        init = tuple((t, ts) for t, ts in ((t, self._initial_lane(t)) for t in range(n)) if ts >= 0)
         self.initial: int = self._intern_joint(init)
 
     # ------------------------------------------------------------------ public API
@@ -150,15 +152,12 @@ class Lexer:
         hit = self._js_step.get(key)
         if hit is not None:
             return hit
-        lanes = self._js[state]
         nxt = []
         events: list[Event] = []
-        for t, ts in enumerate(lanes):
-            if ts < 0:
-                nxt.append(-1)
-                continue
+        for t, ts in self._js[state]:
             ts2, ev = self._lane_step(t, ts, byte)
-            nxt.append(ts2)
+            if ts2 >= 0:
+                nxt.append((t, ts2))
             events.extend(ev)
         res = (self._intern_joint(tuple(nxt)), tuple(events))
         self._js_step[key] = res
@@ -174,15 +173,14 @@ class Lexer:
         """Terminals whose lane is not empty (they may still report events)."""
         if state < 0:
             return frozenset()
-        return frozenset(t for t, ts in enumerate(self._js[state]) if ts >= 0)
+        return frozenset(t for t, _ts in self._js[state])
 
     def restrict(self, state: int, terminals: Iterable[int]) -> int:
         """The same state with every terminal not in ``terminals`` dropped (DEAD if none left)."""
         if state < 0:
             return -1
         keep = frozenset(terminals)
-        lanes = tuple(ts if t in keep else -1 for t, ts in enumerate(self._js[state]))
-        return self._intern_joint(lanes)
+        return self._intern_joint(tuple((t, ts) for t, ts in self._js[state] if t in keep))
 
     def futures(self, state: int) -> frozenset[int]:
         """Terminals that, for some continuation of the bytes, still report an event whose
@@ -190,7 +188,7 @@ class Lexer:
         if state < 0:
             return frozenset()
         return frozenset(
-            t for t, ts in enumerate(self._js[state]) if ts >= 0 and self._lane_future(t, ts)
+            t for t, ts in self._js[state] if self._lane_future(t, ts)
         )
 
     def cond_step(self, cond: int, byte: int) -> int:
@@ -252,7 +250,7 @@ class Lexer:
         """Debug view: the ordered ``(pc, condset)`` entries of a terminal (pc -1 = blocker)."""
         if state < 0:
             return ()
-        ts = self._js[state][terminal]
+        ts = dict(self._js[state]).get(terminal, -1)
         return () if ts < 0 else self._ts[terminal][ts][0]
 
     # ------------------------------------------------------------------ interning
@@ -263,8 +261,8 @@ class Lexer:
                 "the terminals' regexes create too many distinct scanning states"
             )
 
-    def _intern_joint(self, lanes: tuple[int, ...]) -> int:
-        if all(ts < 0 for ts in lanes):
+    def _intern_joint(self, lanes: tuple[tuple[int, int], ...]) -> int:
+        if not lanes:
             return -1
         sid = self._js_ids.get(lanes)
         if sid is None:
