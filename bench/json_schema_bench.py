@@ -49,6 +49,7 @@ SHARED = ROOT.parent / "shared" / "data"
 DATA = SHARED / "jsonschemabench" / "maskbench"
 TOKENIZER = SHARED / "tokenizers" / "llama-3.1" / "tokenizer.json"
 EOS = 128009  # <|eot_id|>, the Llama-3.1-Instruct end token (tokenizer_config.json)
+MODE = ["dynamic"]  # glrmask's mask mode (--glrmask-mode)
 SPLITS = ["Github_trivial", "Github_easy", "Github_medium", "Github_hard", "Github_ultra",
           "Glaiveai2K", "JsonSchemaStore", "Kubernetes", "Snowplow", "WashingtonPost"]
 
@@ -105,7 +106,7 @@ class GlrmaskEngine(Engine):
         from glrmask.errors import GrammarTooComplex, UnsupportedSchema
 
         try:
-            mask = self.glrmask.compile_json_schema(schema, self.vocab, lenient=self.lenient)
+            mask = self.glrmask.compile_json_schema(schema, self.vocab, lenient=self.lenient, mode=MODE[0])
         except UnsupportedSchema as e:
             raise CompileRefused(str(e).splitlines()[-1]) from e
         except GrammarTooComplex as e:
@@ -297,6 +298,10 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per schema and engine (compile + replays)")
     ap.add_argument("--engines", default=",".join(ENGINES), help="comma-separated: " + ", ".join(ENGINES))
     ap.add_argument("--lenient", action="store_true", help="glrmask and llguidance ignore unsupported keywords")
+    ap.add_argument("--glrmask-mode", choices=["dynamic", "static"], default="dynamic",
+                    help="glrmask's masks: dynamic (nothing compiled ahead) or static (the offline "
+                         "compiler inside the timeout); auto is left out: its background compile "
+                         "would share the timed replay's CPU")
     ap.add_argument("--max-instances", type=int, default=0, help="test instances per schema (0 = all)")
     ap.add_argument("--show-notes", type=int, default=8, help="false rejects / errors to print per engine")
     args = ap.parse_args()
@@ -314,6 +319,7 @@ def main() -> None:
     for name in [e for e in args.engines.split(",") if e]:
         try:
             t0 = time.perf_counter()
+            MODE[0] = args.glrmask_mode
             eng = ENGINES[name](args.lenient)
             eng.compile({"type": "object", "properties": {"a": {"type": "integer"}}})  # warm-up (vocab tables)
             engines[name] = eng
@@ -345,7 +351,8 @@ def main() -> None:
         print("# interrupted: partial results", file=sys.stderr)
 
     print(f"\nJSONSchemaBench/MaskBench, splits {', '.join(splits)}, up to {args.max_per_split or 'all'} schemas "
-          f"per split, Llama-3.1 vocabulary, timeout {args.timeout:g}s, lenient={args.lenient}\n")
+          f"per split, Llama-3.1 vocabulary, timeout {args.timeout:g}s, lenient={args.lenient}, "
+          f"glrmask mode {args.glrmask_mode}\n")
     print(table(tallies))
     print("\nper split (compiled/schemas, false rejects):")
     for split, by_engine in per_split.items():

@@ -30,6 +30,10 @@ from .vocab import Vocab
 
 MODES = ("static", "dynamic", "auto")
 
+DEFAULT_STATIC_SECONDS = 300.0
+"""Default wall-time budget of a static compile (``limits["max_seconds"]``): a clear
+``GrammarTooComplex`` instead of a compile that seems to hang."""
+
 
 class _CachedStaticWords:
     """The static masker's token words, cached per configuration set (LRU, read-only arrays) like
@@ -222,14 +226,16 @@ class Mask:
 
         limits = self._limits
         t0 = time.perf_counter()
-        dense = DenseLexer.from_lexer(self._lazy_lexer, **limits.get("lexer", {}))
+        max_seconds = limits.get("max_seconds", DEFAULT_STATIC_SECONDS)
+        deadline = None if max_seconds is None else t0 + max_seconds
+        dense = DenseLexer.from_lexer(self._lazy_lexer, **{"max_seconds": max_seconds, **limits.get("lexer", {})})
         info = {"states": dense.n_states, "conditions": dense.n_conds}
         self.stats["dense lexer"] = {"seconds": time.perf_counter() - t0, **info}
         if on_stage is not None:
             on_stage("dense lexer", self.stats["dense lexer"]["seconds"], info)
         compiled = compile_masks(dense, self.grammar, self.table, self.trie,
                                  tdwa_budgets=limits.get("terminal_dwa"), pdwa_budgets=limits.get("parser_dwa"),
-                                 on_stage=on_stage, **limits.get("expand", {}))
+                                 deadline=deadline, on_stage=on_stage, **limits.get("expand", {}))
         self.stats.update(compiled.stats)
         return self._engine_for(dense, compiled)
 
@@ -433,9 +439,10 @@ def compile(
 ) -> Mask:
     """Compile a grammar (text, or a path to a .lark/.gbnf/.ebnf file) against ``vocab``.
 
-    ``mode``: see :class:`Mask`. ``limits``: per-stage budgets (``lexer``, ``terminal_dwa``,
-    ``parser_dwa``, ``expand`` dicts of the stage's keyword limits) that end in
-    :class:`GrammarTooComplex`. ``cache_dir``: reuse static compiles across processes (keyed by
+    ``mode``: see :class:`Mask`. ``limits``: budgets that end in :class:`GrammarTooComplex` —
+    ``max_seconds`` for the whole static compile (default ``DEFAULT_STATIC_SECONDS``; ``None``: no
+    limit) and per-stage dicts of keyword limits (``lexer``, ``terminal_dwa``, ``parser_dwa``,
+    ``expand``). ``cache_dir``: reuse static compiles across processes (keyed by
     grammar, vocabulary, options and glrmask version; see :class:`glrmask.compile_cache.CompileCache`).
     ``on_stage(name, seconds, info)`` reports each compile stage as it ends."""
     grammar = load_grammar(source, format=format, start=start)
@@ -451,13 +458,20 @@ def compile_json_schema(
     indent: Optional[int] = None,
     property_order: str = "schema",
     lenient: bool = False,
-    mode: str = "static",
+    mode: str = "auto",
     limits: Optional[dict] = None,
     cache_dir: "str | os.PathLike[str] | None" = None,
 ) -> Mask:
     """Compile a JSON Schema (dict, JSON text, or a path) by lowering it to a Lark grammar
     (:func:`glrmask.json_schema.json_schema_to_grammar` shows that grammar). Warnings of the
-    lowering (ignored keywords in ``lenient`` mode) are appended to ``mask.warnings``."""
+    lowering (ignored keywords in ``lenient`` mode) are appended to ``mask.warnings``.
+
+    The default is ``mode="auto"`` with a 30 s budget for the background static compile: schemas
+    arrive per request and some are costly to compile statically (a string with ``maxLength:
+    1024`` is a lexer state per length), so masks start at once and turn static when the compile
+    fits its budget; pass ``mode="static"`` to compile up front (and be able to save)."""
+    if mode == "auto" and limits is None:
+        limits = {"max_seconds": 30.0}
     from .grammar.lark_frontend import grammar_from_lark
     from .json_schema import DEFAULT_MAX_WHITESPACE, lower_json_schema
 

@@ -73,11 +73,12 @@ def _load(args: argparse.Namespace):
 
     vocab = Vocab.load(args.tokenizer)
     t0 = time.perf_counter()
-    mode = getattr(args, "mode", "static")
+    mode = getattr(args, "mode", None)
+    modes = {"mode": mode} if mode else {}  # else each front-end's default (schemas: auto)
     verb = "compiled"
     if args.json_schema is not None:
         source = f"JSON Schema {args.json_schema[:60]}"
-        mask = compile_json_schema(args.json_schema, vocab, lenient=args.lenient, mode=mode)
+        mask = compile_json_schema(args.json_schema, vocab, lenient=args.lenient, **modes)
     elif _is_artifact(args.grammar):
         from .api import Mask
 
@@ -85,8 +86,8 @@ def _load(args: argparse.Namespace):
         mask = Mask.load(args.grammar, vocab)
     else:
         source = args.grammar
-        mask = compile_grammar(args.grammar, vocab, format=args.format, start=args.start, mode=mode,
-                               on_stage=getattr(args, "on_stage", None))
+        mask = compile_grammar(args.grammar, vocab, format=args.format, start=args.start,
+                               on_stage=getattr(args, "on_stage", None), **modes)
     dt = time.perf_counter() - t0
     print(f"# {verb} {source} for {vocab.name} ({vocab.size} tokens) in {dt:.2f}s", file=sys.stderr)
     for w in mask.warnings:
@@ -267,8 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--max-tokens", type=int, default=100,
                    help="tokens sampled uniformly; after that, sampling steers towards an end")
-    s.add_argument("--mode", default="static", choices=["static", "dynamic", "auto"],
-                   help="how masks are computed (same masks either way)")
+    s.add_argument("--mode", default=None, choices=["static", "dynamic", "auto"],
+                   help="how masks are computed, same masks either way (default: static for a grammar, "
+                        "auto for a JSON Schema)")
     s.add_argument("--finish-factor", type=int, default=4,
                    help="steering lasts at most this many times --max-tokens more tokens (0: cut off)")
     s.set_defaults(func=cmd_sample)
@@ -281,7 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
     g = c.add_mutually_exclusive_group(required=True)
     g.add_argument("--text")
     g.add_argument("--file")
-    c.add_argument("--mode", default="static", choices=["static", "dynamic", "auto"])
+    c.add_argument("--mode", default=None, choices=["static", "dynamic", "auto"],
+                   help="default: static for a grammar, auto for a JSON Schema")
     c.set_defaults(func=cmd_check)
     return p
 

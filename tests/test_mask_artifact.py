@@ -192,6 +192,12 @@ def test_auto_mode_stays_dynamic_when_the_static_compile_is_over_budget():
     assert np.any(mask.get_mask(mask.start()))
 
 
+def test_json_schemas_default_to_auto_mode_with_a_time_budget(gpt2):
+    mask = glrmask.compile_json_schema({"type": "array", "items": {"type": "integer"}}, gpt2)
+    assert mask.mode == "auto"
+    assert mask.wait_static(timeout=120) and mask.active_mode == "static"
+
+
 # ------------------------------------------------------------------------------ budgets
 @pytest.mark.parametrize("stage, limits, match", [
     ("dense lexer", {"lexer": {"max_states": 1}}, "max_states"),
@@ -199,6 +205,7 @@ def test_auto_mode_stays_dynamic_when_the_static_compile_is_over_budget():
     ("terminal DWA", {"terminal_dwa": {"max_walk_steps": 3}}, "max_walk_steps"),
     ("parser DWA", {"parser_dwa": {"max_closures": 2}}, "parser DWA.*max_closures"),
     ("parser DWA", {"parser_dwa": {"max_states": 1}}, "parser DWA.*max_states"),
+    ("whole compile", {"max_seconds": 0.0}, "took more than 0 s.*max_seconds"),
 ])
 def test_a_compile_over_a_budget_raises_grammar_too_complex_naming_stage_and_limit(stage, limits, match):
     case = CASE_BY_NAME["keywords_vs_names"]

@@ -55,6 +55,7 @@ The identity automaton (ignored terminals) is one final state whose only write s
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import ClassVar, Iterable, Iterator, Mapping, Optional, Sequence
 
@@ -239,15 +240,22 @@ class StackEffects:
         *,
         max_states: int = DEFAULT_MAX_STATES,
         ignore: Iterable[str] = (),
+        max_seconds: Optional[float] = None,
     ) -> "StackEffects":
         """Compile every terminal's effect. ``ignore`` names terminals (the grammar's ``%ignore``
         list) that get the identity effect; unknown names are skipped, since an ignored terminal
         the rules never use need not be an LR terminal. Raises :class:`GrammarTooComplex` when one
-        terminal needs more than ``max_states`` subset states or symbolic configurations."""
+        terminal needs more than ``max_states`` subset states or symbolic configurations, or the
+        whole build more than ``max_seconds`` (checked between terminals)."""
         ignored = frozenset(table.terminal_index[n] for n in ignore if n in table.terminal_index)
         ctx = _TableView(table)
         automata = []
+        deadline = None if max_seconds is None else time.perf_counter() + max_seconds
         for t in range(table.n_terminals):
+            if deadline is not None and time.perf_counter() > deadline:
+                raise GrammarTooComplex(
+                    f"stack effects: took more than {max_seconds:g} s after {t} of {table.n_terminals} "
+                    "terminals (limit max_seconds)")
             if t in ignored:
                 automata.append(IDENTITY)
             else:

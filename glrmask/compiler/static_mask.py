@@ -57,11 +57,17 @@ class CompiledMasks:
 def compile_masks(lexer, grammar, table, trie, *, start_states: Iterable[int] = (),
                   tdwa_budgets: Optional[dict] = None, pdwa_budgets: Optional[dict] = None,
                   expand_states: int = 20_000, expand_seconds: Optional[float] = 2.0,
-                  on_stage=None) -> CompiledMasks:
+                  deadline: Optional[float] = None, on_stage=None) -> CompiledMasks:
     """Build stack effects, Terminal DWA, token classes and Parser DWA, and determinize the Parser
     DWA eagerly up to ``expand_states`` states / ``expand_seconds`` (the rest is built on first
-    use). ``on_stage(name, seconds, info)`` is called after each stage (progress reports)."""
+    use). ``deadline`` (a ``time.perf_counter()`` value) bounds the whole build: a stage still
+    running then raises :class:`GrammarTooComplex`. ``on_stage(name, seconds, info)`` is called
+    after each stage (progress reports)."""
     stats: dict = {}
+
+    def remaining(limit: Optional[float] = None) -> Optional[float]:
+        left = None if deadline is None else max(0.0, deadline - time.perf_counter())
+        return limit if left is None else left if limit is None else min(limit, left)
 
     def done(name: str, t0: float, **info) -> None:
         dt = time.perf_counter() - t0
@@ -70,14 +76,15 @@ def compile_masks(lexer, grammar, table, trie, *, start_states: Iterable[int] = 
             on_stage(name, dt, info)
 
     t0 = time.perf_counter()
-    effects = StackEffects.build(table, ignore=grammar.ignore)
+    effects = StackEffects.build(table, ignore=grammar.ignore, max_seconds=remaining())
     done("stack effects", t0, automata=len(effects.automata),
          states=sum(a.n_states for a in effects.automata))
     t0 = time.perf_counter()
     ignored, label_of = terminal_labels(lexer, grammar, table)
+    tdwa_limits = dict(tdwa_budgets or {})
+    tdwa_limits["max_seconds"] = remaining(tdwa_limits.get("max_seconds"))
     tdwa = TerminalDWA.build(lexer, trie, ignored=ignored, label_of=label_of,
-                             start_states=sorted({int(q) for q in start_states if q >= 0}),
-                             **(tdwa_budgets or {}))
+                             start_states=sorted({int(q) for q in start_states if q >= 0}), **tdwa_limits)
     done("terminal DWA", t0, roots=len(tdwa.roots), nodes=tdwa.n_nodes, edges=len(tdwa.edge_label),
          weights=tdwa.n_weights)
     t0 = time.perf_counter()
@@ -85,7 +92,7 @@ def compile_masks(lexer, grammar, table, trie, *, start_states: Iterable[int] = 
     done("token classes", t0, classes=classes.n_classes, tokens=classes.n_internal)
     t0 = time.perf_counter()
     pdwa = ParserDWA(tdwa, effects, class_sets, classes.n_classes, **(pdwa_budgets or {}))
-    complete = pdwa.expand(max_states=expand_states, max_seconds=expand_seconds)
+    complete = pdwa.expand(max_states=expand_states, max_seconds=remaining(expand_seconds))
     done("parser DWA", t0, states=pdwa.n_states, closures=pdwa.n_closures, complete=complete)
     return CompiledMasks(pdwa, classes, stats)
 

@@ -75,10 +75,11 @@ class DenseLexer:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_lexer(cls, lexer: Lexer, *, max_states: int = 200_000, max_conds: int = 200_000) -> "DenseLexer":
+    def from_lexer(cls, lexer: Lexer, *, max_states: int = 200_000, max_conds: int = 200_000,
+                   max_seconds: Optional[float] = None) -> "DenseLexer":
         """Explore and minimize ``lexer`` (see :meth:`LexerDFA.explore`; the budgets raise
         :class:`~glrmask.errors.GrammarTooComplex`)."""
-        dfa = LexerDFA.explore(lexer, max_states=max_states, max_conds=max_conds)
+        dfa = LexerDFA.explore(lexer, max_states=max_states, max_conds=max_conds, max_seconds=max_seconds)
         return cls(dfa, lexer.terminal_names)
 
     def arrays(self) -> dict[str, np.ndarray]:

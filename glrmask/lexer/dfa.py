@@ -32,6 +32,7 @@ extra start states), so the same terminals always give the same arrays.
 """
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Iterable, Mapping
@@ -88,15 +89,16 @@ class LexerDFA:
         *,
         max_states: int = 200_000,
         max_conds: int = 200_000,
+        max_seconds: float | None = None,
     ) -> "LexerDFA":
         """Enumerate every lexer state reachable from ``lexer.initial`` and ``start_states`` (e.g.
         :meth:`Lexer.restrict` results) and every condition their events reach, then minimize.
 
         Raises :class:`GrammarTooComplex` when more than ``max_states`` lexer states or
         ``max_conds`` pending conditions are reachable (the lexer's own ``max_states`` applies to
-        its interning as well).
+        its interning as well), or the exploration takes more than ``max_seconds``.
         """
-        states, trans_raw, ev_raw, ev_lists = _explore_states(lexer, start_states, max_states)
+        states, trans_raw, ev_raw, ev_lists = _explore_states(lexer, start_states, max_states, max_seconds)
         conds, cond_trans_raw = _explore_conds(lexer, ev_lists, max_conds)
         at_end = np.array([lexer.cond_at_end(c) for c in conds], dtype=np.uint8)
 
@@ -305,7 +307,8 @@ class LexerDFA:
 
 
 # ---------------------------------------------------------------------- exploration
-def _explore_states(lexer: Lexer, start_states: Iterable[int] | None, max_states: int):
+def _explore_states(lexer: Lexer, start_states: Iterable[int] | None, max_states: int,
+                    max_seconds: float | None = None):
     """Breadth-first over all bytes. Returns the lazy states in visiting order, their raw
     transition table (exploration indices, -1 DEAD), the raw event-list id per transition and the
     distinct raw event lists (lazy condition ids)."""
@@ -334,7 +337,12 @@ def _explore_states(lexer: Lexer, start_states: Iterable[int] | None, max_states
     rows_t: list[list[int]] = []
     rows_e: list[list[int]] = []
     step = lexer.step
+    deadline = None if max_seconds is None else time.perf_counter() + max_seconds
     while queue:
+        if deadline is not None and not len(rows_t) & 31 and time.perf_counter() > deadline:
+            raise GrammarTooComplex(
+                f"lexer DFA export: took more than {max_seconds:g} s after {len(states)} lexer states "
+                "(limit max_seconds)")
         q = queue.popleft()
         rt = [DEAD] * 256
         re_ = [0] * 256
