@@ -49,7 +49,6 @@ SHARED = ROOT.parent / "shared" / "data"
 DATA = SHARED / "jsonschemabench" / "maskbench"
 TOKENIZER = SHARED / "tokenizers" / "llama-3.1" / "tokenizer.json"
 EOS = 128009  # <|eot_id|>, the Llama-3.1-Instruct end token (tokenizer_config.json)
-MODE = ["dynamic"]  # glrmask's mask mode (--glrmask-mode)
 SPLITS = ["Github_trivial", "Github_easy", "Github_medium", "Github_hard", "Github_ultra",
           "Glaiveai2K", "JsonSchemaStore", "Kubernetes", "Snowplow", "WashingtonPost"]
 
@@ -95,18 +94,19 @@ class Engine:
 class GlrmaskEngine(Engine):
     name = "glrmask"
 
-    def __init__(self, lenient: bool):
+    def __init__(self, lenient: bool, mode: str = "dynamic"):
         import glrmask
 
         self.glrmask = glrmask
         self.vocab = glrmask.Vocab.from_tokenizer_json(TOKENIZER, eos_token_ids=[EOS])
         self.lenient = lenient
+        self.mode = mode
 
     def compile(self, schema):
         from glrmask.errors import GrammarTooComplex, UnsupportedSchema
 
         try:
-            mask = self.glrmask.compile_json_schema(schema, self.vocab, lenient=self.lenient, mode=MODE[0])
+            mask = self.glrmask.compile_json_schema(schema, self.vocab, lenient=self.lenient, mode=self.mode)
         except UnsupportedSchema as e:
             raise CompileRefused(str(e).splitlines()[-1]) from e
         except GrammarTooComplex as e:
@@ -319,8 +319,8 @@ def main() -> None:
     for name in [e for e in args.engines.split(",") if e]:
         try:
             t0 = time.perf_counter()
-            MODE[0] = args.glrmask_mode
-            eng = ENGINES[name](args.lenient)
+            eng = (GlrmaskEngine(args.lenient, args.glrmask_mode) if name == "glrmask"
+                   else ENGINES[name](args.lenient))
             eng.compile({"type": "object", "properties": {"a": {"type": "integer"}}})  # warm-up (vocab tables)
             engines[name] = eng
             print(f"# {name}: ready in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
