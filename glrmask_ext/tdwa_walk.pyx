@@ -53,6 +53,16 @@ cdef list _union2(tuple a, tuple b):
     return out
 
 
+cdef inline void _group(dict groups, tuple pairs):
+    """Append each ``(key, value)`` of ``pairs`` to ``groups[key]``."""
+    for k, v in pairs:
+        lst = groups.get(k)
+        if lst is None:
+            groups[k] = [v]
+        else:
+            lst.append(v)
+
+
 cdef list _operands(list ids):
     """The distinct non-empty (non-negative) ids of a many-way union, ascending."""
     return sorted(set([x for x in ids if <long>x >= 0]))
@@ -216,18 +226,8 @@ cdef class Dag:
             f, o, e = self.node_list[n]
             if <long>f >= 0:
                 finals.append(f)
-            for t, w in o:
-                lst = opens.get(t)
-                if lst is None:
-                    opens[t] = [w]
-                else:
-                    lst.append(w)
-            for lab, c in e:
-                lst = edges.get(lab)
-                if lst is None:
-                    edges[lab] = [c]
-                else:
-                    lst.append(c)
+            _group(opens, o)
+            _group(edges, e)
         res = self._node(
             self._wunion_all_(finals),
             tuple(sorted([(t, self._wunion_all_(ws)) for t, ws in opens.items()])),
