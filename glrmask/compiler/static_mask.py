@@ -28,6 +28,7 @@ lane the automaton has no root for; such a configuration set is answered by the 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from typing import Callable, Iterable, Optional
 
 import numpy as np
@@ -113,6 +114,10 @@ class StaticMasker:
         self.full = (1 << self.classes.n_classes) - 1
         self._fallback: Optional[DynamicMasker] = None
         self.n_fallbacks = 0
+        # Many configuration sets (the same lexeme at different nesting depths) allow the same
+        # classes: their expanded words are shared, keyed by the class bitset (LRU, read-only).
+        self._words: OrderedDict[int, np.ndarray] = OrderedDict()
+        self.words_cache_size = 1024
 
     @classmethod
     def for_mask(cls, mask, **compile_options) -> "StaticMasker":
@@ -154,5 +159,14 @@ class StaticMasker:
                 self._fallback = DynamicMasker(self.recognizer, self._trie(), self.n_logits)
             return np.array(self._fallback.token_words(configs))
         self.pdwa.trim()
-        internal = self.classes.internal_words(self.class_bits(configs))
-        return self._trie().expand_to_orig_bitmask(internal, self.n_logits)
+        bits = self.class_bits(configs)
+        words = self._words.get(bits)
+        if words is not None:
+            self._words.move_to_end(bits)
+            return words
+        words = self._trie().expand_to_orig_bitmask(self.classes.internal_words(bits), self.n_logits)
+        words.flags.writeable = False
+        self._words[bits] = words
+        if len(self._words) > self.words_cache_size:
+            self._words.popitem(last=False)
+        return words
