@@ -28,7 +28,7 @@ import pytest
 
 import glrmask
 from _engine_support import allowed
-from conftest import DATA, TOKENIZERS
+from conftest import DATA, shipped_tokenizer
 from glrmask.vocab import Vocab
 from test_grammars_shipped import EXAMPLES as SHIPPED_EXAMPLES
 
@@ -62,10 +62,7 @@ class Pair:
 
 @lru_cache(maxsize=None)
 def vocab(tokenizer: str) -> Vocab:
-    path = TOKENIZERS / tokenizer / "tokenizer.json.gz"
-    if not path.exists():
-        pytest.skip(f"tokenizer {tokenizer} not shipped")
-    return Vocab.from_tokenizer_json(path)
+    return Vocab.from_tokenizer_json(shipped_tokenizer(tokenizer))
 
 
 def shipped_inputs(name: str) -> tuple[str, ...]:
