@@ -8,7 +8,7 @@
     mask.save("json.glrm"); mask = glrmask.load("json.glrm", vocab)   # compiled once, loaded in ms
 """
 from . import guards
-from .api import Mask, State, compile, compile_grammar, compile_json_schema, load
+from .api import Mask, State, commit_many, compile, compile_grammar, compile_json_schema, fill_masks, load
 from .errors import (
     ArtifactError,
     GlrmaskError,
@@ -35,9 +35,11 @@ __all__ = [
     "UnsupportedSchema",
     "Vocab",
     "__version__",
+    "commit_many",
     "compile",
     "compile_grammar",
     "compile_json_schema",
+    "fill_masks",
     "guards",
     "json_schema_to_grammar",
     "load",

@@ -11,7 +11,7 @@ import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -453,18 +453,16 @@ def compile_json_schema(
     schema,
     vocab: Vocab,
     *,
-    whitespace: str = "flexible",
-    max_whitespace: Optional[int] = None,
-    indent: Optional[int] = None,
-    property_order: str = "schema",
-    lenient: bool = False,
     mode: str = "auto",
     limits: Optional[dict] = None,
     cache_dir: "str | os.PathLike[str] | None" = None,
+    **schema_options,
 ) -> Mask:
-    """Compile a JSON Schema (dict, JSON text, or a path) by lowering it to a Lark grammar
-    (:func:`glrmask.json_schema.json_schema_to_grammar` shows that grammar). Warnings of the
-    lowering (ignored keywords in ``lenient`` mode) are appended to ``mask.warnings``.
+    """Compile a JSON Schema (dict, JSON text, or a path) by lowering it to a grammar
+    (:func:`glrmask.json_schema.json_schema_to_grammar` shows that grammar). ``schema_options`` go
+    to :func:`glrmask.lower_json_schema` (``whitespace``, ``max_whitespace``, ``indent``,
+    ``property_order``, ``lenient``, …). Warnings of the lowering (ignored keywords in ``lenient``
+    mode) are appended to ``mask.warnings``.
 
     The default is ``mode="auto"`` with a 30 s budget for the background static compile: schemas
     arrive per request and some are costly to compile statically (a string with ``maxLength:
@@ -473,13 +471,9 @@ def compile_json_schema(
     if mode == "auto" and limits is None:
         limits = {"max_seconds": 30.0}
     from .grammar.lark_frontend import grammar_from_lark
-    from .json_schema import DEFAULT_MAX_WHITESPACE, lower_json_schema
+    from .json_schema import lower_json_schema
 
-    text, warnings = lower_json_schema(
-        schema, whitespace=whitespace,
-        max_whitespace=DEFAULT_MAX_WHITESPACE if max_whitespace is None else max_whitespace,
-        indent=indent, property_order=property_order, lenient=lenient,
-    )
+    text, warnings = lower_json_schema(schema, **schema_options)
     grammar = grammar_from_lark(text, source_name="<json-schema>")
     grammar.warnings.extend(warnings)
     return compile_grammar(grammar, vocab, mode=mode, limits=limits, cache_dir=cache_dir)
@@ -496,9 +490,25 @@ def compile_grammar(grammar: Grammar, vocab: Vocab, *, mode: str = "static", lim
     return cached_compile(grammar, vocab, cache_dir, limits=limits, on_stage=on_stage)
 
 
+def fill_masks(states: "Sequence[State]", out: np.ndarray, *, n_threads: Optional[int] = None) -> None:
+    """Fill row ``i`` of the ``(batch, words)`` int32 array ``out`` with the mask of ``states[i]``
+    (states may come from different masks; rows past ``len(states)`` are left alone)."""
+    if out.ndim != 2 or out.dtype != np.int32 or out.shape[0] < len(states):
+        raise ValueError(f"out must be an int32 array of shape (>= {len(states)}, words)")
+    for i, st in enumerate(states):
+        st._mask.fill_mask(st, out, i)
+
+
+def commit_many(states: "Sequence[State]", tokens: "Sequence[int]") -> list[bool]:
+    """``[states[i].commit(tokens[i]) for i]``: one commit per state."""
+    if len(states) != len(tokens):
+        raise ValueError(f"{len(states)} states but {len(tokens)} tokens")
+    return [st.commit(t) for st, t in zip(states, tokens)]
+
+
 def load(path: "str | os.PathLike[str]", vocab: Vocab) -> Mask:
     """A mask saved with :meth:`Mask.save` (``glrmask compile … -o path``), for ``vocab``."""
     return Mask.load(path, vocab)
 
 
-__all__ = ["Mask", "State", "compile", "compile_grammar", "compile_json_schema", "load"]
+__all__ = ["Mask", "State", "commit_many", "compile", "compile_grammar", "compile_json_schema", "fill_masks", "load"]
