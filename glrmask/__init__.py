@@ -20,12 +20,14 @@ from .errors import (
 )
 from .grammar.loader import load_grammar
 from .json_schema import json_schema_to_grammar, lower_json_schema
+from .kernels import BitmaskError, allocate_token_bitmask, apply_token_bitmask_
 from .vocab import Vocab
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ArtifactError",
+    "BitmaskError",
     "GlrmaskError",
     "GrammarError",
     "GrammarTooComplex",
@@ -35,6 +37,8 @@ __all__ = [
     "UnsupportedSchema",
     "Vocab",
     "__version__",
+    "allocate_token_bitmask",
+    "apply_token_bitmask_",
     "commit_many",
     "compile",
     "compile_grammar",
