@@ -1,0 +1,93 @@
+"""The lookahead-collision check: a pair is reported exactly when masks can lead into a dead end.
+
+Each true positive below is a grammar whose masks really allow bytes after which nothing completes;
+each false positive is an ordinary lookahead (a keyword boundary, a greedy run, a line comment)
+that the masks settle at once and that must not be reported.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import glrmask
+from glrmask.collisions import find_lookahead_collisions
+from glrmask.grammar.loader import load_grammar
+from glrmask.grammar.normalize import normalize
+from glrmask.lexer import Lexer
+
+from conftest import byte_vocab
+
+
+def collisions(source: str) -> list[str]:
+    grammar = normalize(load_grammar(source, format="lark"))
+    lexer = Lexer([(t.name, t.pattern) for t in grammar.terminals.values()])
+    return find_lookahead_collisions(grammar, lexer)
+
+
+# -- true positives --------------------------------------------------------------------------------
+
+def test_greedy_run_before_its_own_letter_is_reported():
+    """``re.match`` takes every ``a`` into A, so no text is A then B: the language is empty."""
+    (w,) = collisions('start: A B\nA: /a+/\nB: "a"')
+    assert "A" in w and "B" in w and "lead nowhere" in w
+
+
+def test_boundary_that_no_follower_can_pass_is_reported():
+    """A number may not touch a letter, and a word must follow it with nothing in between."""
+    (w,) = collisions("start: NUM WORD\nNUM: /[0-9]+(?![a-z])/\nWORD: /[a-z]+/")
+    assert "NUM" in w and "WORD" in w
+
+
+def test_follower_whose_next_byte_undoes_the_match_is_reported():
+    """After ``x`` then ``a``, B needs ``b``, which makes ``x`` not an X (its lookahead fails)."""
+    (w,) = collisions('start: X B\nX: /x(?!ab)/\nB: "ab"')
+    assert "X followed by B" in w and "b'a'" in w
+
+
+CASELESS = '''start: KW NAME
+KW: /and(?![a-z])/i
+NAME: /[a-z]+/i
+%ignore " "
+'''
+
+
+def test_caseless_keyword_before_a_caseless_name_is_reported():
+    """Under ``re.I`` the dotless ``ı`` is a letter: its first UTF-8 byte keeps ``and`` undecided
+    while the name has started, and the second byte ends the keyword's match."""
+    (w,) = collisions(CASELESS)
+    assert "KW followed by NAME" in w and r"b'\xc4'" in w
+
+
+def test_a_reported_collision_is_a_real_dead_end():
+    mask = glrmask.compile(CASELESS, byte_vocab(), mode="dynamic")
+    state = mask.start()
+    assert state.commit_bytes(b"and\xc4")  # allowed: every component can still go on
+    assert not np.any(mask.get_mask(state)) and not state.is_accepting()
+
+
+# -- false positives -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("grammar", [
+    # a keyword boundary before a name: the keyword's match fails at once, the text is one name
+    'start: KW NAME\nKW: /and(?![a-z])/\nNAME: /[a-z]+/\n%ignore " "',
+    # the standard line-comment idiom
+    'start: pair*\npair: KEY "=" KEY\nKEY: /[a-z]+/\nCOMMENT: /#[^\\n]*/\n%ignore COMMENT\n'
+    '%ignore /[ \\t\\n]+/',
+    # a greedy number before an operator
+    'start: NUM ("+" NUM)*\nNUM: /[0-9]+/',
+    # a number that may not touch a letter, with whitespace allowed in between
+    "start: NUM WORD\nNUM: /[0-9]+(?![a-z])/\nWORD: /[a-z]+/\n%ignore / +/",
+    # a lazy quantifier ended by its follower
+    'start: A B\nA: /a+?/\nB: "b"',
+], ids=["keyword-name", "line-comment", "greedy-number", "boundary-with-space", "lazy"])
+def test_ordinary_lookaheads_are_not_reported(grammar):
+    assert collisions(grammar) == []
+
+
+def test_shipped_grammars_report_only_real_collisions():
+    """JSON, arithmetic, CSV and tinylang have none; every SQL report is the ``ı``/``İ`` case fold
+    of its caseless keywords (a real dead end, see above)."""
+    for name in ("json", "arithmetic", "csv", "tinylang"):
+        assert collisions(f"grammars/{name}.lark") == [], name
+    sql = collisions("grammars/sql.lark")
+    assert sql and all(r"b'\xc4'" in w for w in sql)
