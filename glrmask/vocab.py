@@ -584,11 +584,21 @@ class Vocab:
         tokenizer: Any,
         eos_token_ids: Sequence[int] | None = None,
         n_logits: int | None = None,
+        *,
+        model: Any = None,
+        generation_config: Any = None,
     ) -> "Vocab":
         """From a ``transformers`` fast tokenizer (anything with a ``backend_tokenizer``).
 
-        End ids when not given: the tokenizer's ``eos_token_id``, a ``generation_config.json`` in
-        its local directory, and the well-known end names present as special tokens."""
+        ``model`` (optional, a transformers model) supplies what the tokenizer does not know: the
+        logits width (``n_logits`` defaults to its output embedding's rows, often padded past the
+        tokenizer) and its ``generation_config``. ``generation_config`` (or the model's) adds its
+        ``eos_token_id`` (int or list) to the end ids — chat models end a turn with a token the
+        tokenizer's ``eos_token`` does not name.
+
+        End ids when not given: the tokenizer's ``eos_token_id``, the generation config's, a
+        ``generation_config.json`` in the tokenizer's local directory, and the well-known end names
+        present as special tokens."""
         backend = getattr(tokenizer, "backend_tokenizer", None)
         if backend is None or not hasattr(backend, "to_str"):
             raise VocabError(
@@ -600,6 +610,13 @@ class Vocab:
         eos_id = getattr(tokenizer, "eos_token_id", None)
         if isinstance(eos_id, int):
             extra_ids.append(eos_id)
+        if model is not None:
+            if generation_config is None:
+                generation_config = getattr(model, "generation_config", None)
+            if n_logits is None:
+                n_logits = _model_logits_width(model)
+        if generation_config is not None:
+            extra_ids.extend(_generation_config_eos(generation_config))
         sidecar = Path(name) if name and Path(name).is_dir() else None
         vocab = cls.from_tokenizer_str(
             backend.to_str(),
@@ -611,6 +628,83 @@ class Vocab:
         )
         object.__setattr__(vocab, "_tokenizer", backend)
         return vocab
+
+    @classmethod
+    def from_gguf(
+        cls,
+        path: str | os.PathLike,
+        eos_token_ids: Sequence[int] | None = None,
+        n_logits: int | None = None,
+    ) -> "Vocab":
+        """Read the tokenizer metadata of a GGUF model file (llama.cpp's format; needs ``gguf``).
+
+        The pieces are ``tokenizer.ggml.tokens`` with their ``token_type``: control, unknown and
+        unused tokens are special; byte tokens (``<0xNN>``) are that raw byte; normal pieces are
+        read by ``tokenizer.ggml.model`` — ``gpt2`` through the GPT-2 byte table, ``llama`` / ``t5``
+        (SentencePiece) with ``▁`` as a space; user-defined tokens are text with their content.
+
+        End ids when not given: ``tokenizer.ggml.eos_token_id`` / ``eot_token_id`` /
+        ``eom_token_id`` and the well-known end names present as special tokens. ``n_logits``
+        defaults to ``{architecture}.vocab_size`` when the file records it."""
+        p = Path(path)
+        if not p.is_file():
+            raise VocabError(f"GGUF file {p} does not exist")
+        try:
+            import gguf  # noqa: PLC0415 - optional dependency
+        except ImportError as exc:
+            raise VocabError(f"{p}: reading a GGUF needs the 'gguf' package (pip install gguf)") from exc
+        try:
+            reader = gguf.GGUFReader(str(p))
+        except Exception as exc:  # noqa: BLE001 - the reader raises ValueError, struct.error, ...
+            raise VocabError(f"{p}: not a readable GGUF file: {exc}") from exc
+
+        def field(key: str) -> Any:
+            f = reader.fields.get(key)
+            return None if f is None else f.contents()
+
+        pieces = field("tokenizer.ggml.tokens")
+        if not pieces:
+            raise VocabError(f"{p}: the GGUF has no tokenizer.ggml.tokens")
+        types = field("tokenizer.ggml.token_type") or [_GGUF_NORMAL] * len(pieces)
+        if len(types) != len(pieces):
+            raise VocabError(f"{p}: {len(types)} token types for {len(pieces)} tokens")
+        model = field("tokenizer.ggml.model")
+        if model == "gpt2":
+            normal, scheme = _byte_level_bytes, SCHEME_BYTE_LEVEL
+        elif model in ("llama", "t5"):
+            normal, scheme = _sentencepiece_bytes, SCHEME_SENTENCEPIECE
+        else:
+            raise VocabError(
+                f"{p}: tokenizer model {model!r} is not supported (byte-level 'gpt2' or SentencePiece "
+                "'llama'/'t5' only)"
+            )
+        tokens: list[bytes | None] = []
+        specials: list[int] = []
+        special_by_content: dict[str, int] = {}
+        for i, (piece, kind) in enumerate(zip(pieces, types)):
+            byte = _BYTE_PIECE.fullmatch(piece) if kind == _GGUF_BYTE else None
+            if kind in _GGUF_SPECIAL:
+                tokens.append(None)
+                specials.append(i)
+                special_by_content.setdefault(piece, i)
+            elif byte is not None:
+                tokens.append(bytes([int(byte.group(1), 16)]))
+            elif kind == _GGUF_USER_DEFINED:
+                tokens.append(piece.encode("utf-8") if scheme == SCHEME_BYTE_LEVEL else _sentencepiece_bytes(piece))
+            else:
+                tokens.append(normal(piece))
+        if eos_token_ids is None:
+            found = {int(i) for key in _GGUF_EOS_KEYS if isinstance(i := field(key), int)
+                     and 0 <= int(i) < len(tokens)}
+            found.update(special_by_content[n] for n in WELL_KNOWN_EOS_NAMES if n in special_by_content)
+            eos: Sequence[int] = sorted(found)
+        else:
+            eos = [int(i) for i in eos_token_ids]
+        if n_logits is None:
+            width = field(f"{field('general.architecture')}.vocab_size")
+            n_logits = max(int(width), len(tokens)) if isinstance(width, int) else None
+        return cls(tokens, special_token_ids=specials, eos_token_ids=eos, n_logits=n_logits,
+                   name=str(path), scheme=scheme)
 
     @classmethod
     def from_pretrained(cls, name: str, **kw: Any) -> "Vocab":
@@ -689,6 +783,40 @@ def _check_id(i: Any, bound: int, name: str, what: str, exc: type[VocabError] = 
     if j != i or not 0 <= j < bound:
         raise exc(f"{name}: {what} {i!r} is outside [0, {bound})")
     return j
+
+
+# GGUF token types (llama.cpp's llama_token_type)
+_GGUF_NORMAL, _GGUF_UNKNOWN, _GGUF_CONTROL, _GGUF_USER_DEFINED, _GGUF_UNUSED, _GGUF_BYTE = 1, 2, 3, 4, 5, 6
+_GGUF_SPECIAL = frozenset({_GGUF_UNKNOWN, _GGUF_CONTROL, _GGUF_UNUSED})
+_GGUF_EOS_KEYS = ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id")
+
+
+def _sentencepiece_bytes(piece: str) -> bytes:
+    return piece.replace(_SPM_SPACE, " ").encode("utf-8")
+
+
+def _generation_config_eos(generation_config: Any) -> list[int]:
+    """``eos_token_id`` of a transformers GenerationConfig (or a dict): an int, a list, or absent."""
+    if isinstance(generation_config, Mapping):
+        value = generation_config.get("eos_token_id")
+    else:
+        value = getattr(generation_config, "eos_token_id", None)
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [int(i) for i in value if isinstance(i, int)]
+    return []
+
+
+def _model_logits_width(model: Any) -> int | None:
+    """Rows of a transformers model's output embedding (its logits width), else config.vocab_size."""
+    get = getattr(model, "get_output_embeddings", None)
+    head = get() if callable(get) else None
+    weight = getattr(head, "weight", None)
+    if weight is not None and getattr(weight, "ndim", 0) == 2:
+        return int(weight.shape[0])
+    width = getattr(getattr(model, "config", None), "vocab_size", None)
+    return int(width) if isinstance(width, int) else None
 
 
 def _fingerprint(size: int, offsets: np.ndarray, concat: np.ndarray, specials: Iterable[int]) -> str:

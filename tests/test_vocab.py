@@ -646,3 +646,87 @@ def test_a_malformed_config_beside_the_tokenizer_is_a_vocab_error(tmp_path):
     (tmp_path / "generation_config.json").write_text("{oops")
     with pytest.raises(VocabError, match="generation_config.json"):
         Vocab.from_tokenizer_json(path)
+
+
+# --------------------------------------------------------------------------------------------------
+# from_hf with a model (logits width, generation config) and from_gguf
+
+
+def _hf_gpt2(loaded):
+    transformers = pytest.importorskip("transformers")
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=loaded("shipped/gpt2").tokenizer,
+                                                eos_token="<|endoftext|>")
+
+
+def test_from_hf_adds_the_generation_config_end_ids(loaded):
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GenerationConfig(eos_token_id=[50256, 198])
+    vocab = Vocab.from_hf(_hf_gpt2(loaded), generation_config=config)
+    assert vocab.eos_token_ids == (198, 50256)
+
+
+def test_from_hf_takes_logits_width_and_generation_config_from_the_model(loaded):
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(vocab_size=50304, hidden_size=16, intermediate_size=32,
+                                      num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1)
+    model = transformers.LlamaForCausalLM(config)
+    model.generation_config.eos_token_id = 13
+    vocab = Vocab.from_hf(_hf_gpt2(loaded), model=model)
+    assert vocab.n_logits == 50304
+    assert vocab.eos_token_ids == (13, 50256)
+
+
+def _write_gguf(path: Path, model: str, tokens: list[str], types: list[int], **ids: int) -> Path:
+    gguf = pytest.importorskip("gguf")
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_tokenizer_model(model)
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    if "eos" in ids:
+        writer.add_eos_token_id(ids["eos"])
+    if "vocab_size" in ids:
+        writer.add_vocab_size(ids["vocab_size"])
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+NORMAL, UNKNOWN, CONTROL, USER_DEFINED, BYTE = 1, 2, 3, 4, 6
+
+
+def test_from_gguf_reads_byte_level_pieces_through_the_gpt2_table(tmp_path):
+    path = _write_gguf(tmp_path / "m.gguf", "gpt2", ["<|endoftext|>", "Ġhello", "Ċ", "<tool>"],
+                       [CONTROL, NORMAL, NORMAL, USER_DEFINED], eos=0)
+    vocab = Vocab.from_gguf(path)
+    assert [vocab.token_bytes(i) for i in range(4)] == [b"", b" hello", b"\n", b"<tool>"]
+    assert vocab.eos_token_ids == (0,) and vocab.special_token_ids == frozenset({0})
+    assert vocab.scheme == "byte-level"
+
+
+def test_from_gguf_reads_sentencepiece_pieces_and_byte_tokens(tmp_path):
+    path = _write_gguf(tmp_path / "m.gguf", "llama", ["<unk>", "<s>", "</s>", "<0x0A>", "\u2581{", "ab"],
+                       [UNKNOWN, CONTROL, CONTROL, BYTE, NORMAL, NORMAL])
+    vocab = Vocab.from_gguf(path)
+    assert [vocab.token_bytes(i) for i in range(6)] == [b"", b"", b"", b"\n", b" {", b"ab"]
+    assert vocab.eos_token_ids == (2,)  # "</s>" by its well-known name
+    assert vocab.scheme == "sentencepiece"
+
+
+def test_from_gguf_takes_the_logits_width_from_the_architecture(tmp_path):
+    path = _write_gguf(tmp_path / "m.gguf", "gpt2", ["a", "b"], [NORMAL, NORMAL], vocab_size=64)
+    assert Vocab.from_gguf(path).n_logits == 64
+    assert Vocab.from_gguf(path, eos_token_ids=[1], n_logits=96).n_logits == 96
+
+
+def test_from_gguf_refuses_missing_files_other_tokenizers_and_non_gguf(tmp_path):
+    with pytest.raises(VocabError, match="does not exist"):
+        Vocab.from_gguf(tmp_path / "missing.gguf")
+    bert = _write_gguf(tmp_path / "bert.gguf", "bert", ["[CLS]", "a"], [CONTROL, NORMAL])
+    with pytest.raises(VocabError, match="not supported"):
+        Vocab.from_gguf(bert)
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a gguf at all")
+    with pytest.raises(VocabError, match="GGUF"):
+        Vocab.from_gguf(junk)
