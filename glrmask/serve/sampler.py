@@ -123,7 +123,6 @@ class BatchSampler:
         out = torch.full((batch,), -1, dtype=torch.long, device=x.device)
         if batch == 0:
             return out
-        dead = ~torch.isfinite(x).any(dim=-1)
         greedy_rows = [i for i, p in enumerate(params) if p.greedy]
         if greedy_rows:
             idx = torch.tensor(greedy_rows, device=x.device)
@@ -137,8 +136,9 @@ class BatchSampler:
                 noise[j].exponential_(generator=generators[i] if generators[i] is not None else self._shared)
             noise.clamp_min_(torch.finfo(noise.dtype).tiny)
             out[idx] = (probs / noise).argmax(dim=-1)
-        out[dead] = -1
-        return out
+        # A row whose pick has logit -inf had nothing allowed (its softmax was NaN, or all -inf).
+        dead = x.gather(1, out[:, None])[:, 0] == float("-inf")
+        return out.masked_fill_(dead, -1)
 
     @staticmethod
     def probabilities(logits: torch.Tensor, params: Sequence[SamplingParams]) -> torch.Tensor:
