@@ -22,12 +22,21 @@ import shutil
 import threading
 import time
 import unicodedata
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from glrmask.artifact import FORMAT_VERSION, create_temp_beside
 
-__all__ = ["CompileCache", "DEFAULT_MAX_BYTES", "default_compile_cache_dir"]
+__all__ = [
+    "CacheUsage",
+    "CompileCache",
+    "DEFAULT_MAX_BYTES",
+    "cache_usage",
+    "clear_caches",
+    "default_cache_root",
+    "default_compile_cache_dir",
+]
 
 DEFAULT_MAX_BYTES = 2 << 30  # 2 GiB
 _SUFFIX = ".glrmask"
@@ -47,14 +56,19 @@ def _next_stamp_ns() -> int:
         return _last_stamp_ns
 
 
-def default_compile_cache_dir() -> Path:
-    """``$GLRMASK_CACHE_DIR/compiled`` if set, else ``$XDG_CACHE_HOME/glrmask/compiled``, else
-    ``~/.cache/glrmask/compiled``."""
+def default_cache_root() -> Path:
+    """Where glrmask keeps its caches: ``$GLRMASK_CACHE_DIR`` if set, else
+    ``$XDG_CACHE_HOME/glrmask``, else ``~/.cache/glrmask``."""
     env = os.environ.get("GLRMASK_CACHE_DIR")
     if env:
-        return Path(env) / "compiled"
+        return Path(env).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "glrmask" / "compiled"
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "glrmask"
+
+
+def default_compile_cache_dir() -> Path:
+    """``compiled/`` under :func:`default_cache_root`."""
+    return default_cache_root() / "compiled"
 
 
 class CompileCache:
@@ -208,6 +222,72 @@ class CompileCache:
 
     def __repr__(self) -> str:
         return f"CompileCache({str(self.directory)!r}, max_bytes={self.max_bytes})"
+
+
+@dataclass(frozen=True)
+class CacheUsage:
+    """One of glrmask's caches on disk: its name, directory, entry count and total size."""
+
+    name: str
+    directory: Path
+    files: int
+    bytes: int
+
+
+def _cache_dirs() -> dict[str, tuple[Path, str]]:
+    """Every cache glrmask writes by default: name -> (directory, entry file suffix)."""
+    from glrmask.trie import default_trie_cache_dir  # the trie module owns its layout
+
+    return {"compiled": (default_compile_cache_dir(), _SUFFIX), "tries": (default_trie_cache_dir(), ".glrtrie")}
+
+
+def _entries(directory: Path, suffix: str) -> list[tuple[Path, int]]:
+    found: list[tuple[Path, int]] = []
+    try:
+        names = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return found
+    for name in sorted(names):
+        if name.endswith(suffix) and not name.startswith("."):
+            try:
+                found.append((directory / name, (directory / name).stat().st_size))
+            except FileNotFoundError:
+                continue  # removed by another process meanwhile
+    return found
+
+
+def cache_usage() -> list[CacheUsage]:
+    """What each default cache holds now (``glrmask cache info``): compiled artifacts (the compile
+    cache) and vocabulary tries (one per tokenizer)."""
+    out = []
+    for name, (directory, suffix) in _cache_dirs().items():
+        entries = _entries(directory, suffix)
+        out.append(CacheUsage(name, directory, len(entries), sum(size for _, size in entries)))
+    return out
+
+
+def clear_caches(names: Iterable[str] | None = None) -> list[CacheUsage]:
+    """Remove the entries of the named default caches (all when ``names`` is None) and report
+    what was removed (``glrmask cache clear``). Only glrmask's own entry files are touched, never
+    other files a user keeps in those directories. Unknown names raise ``ValueError``."""
+    dirs = _cache_dirs()
+    chosen = list(dirs) if names is None else list(names)
+    unknown = [n for n in chosen if n not in dirs]
+    if unknown:
+        raise ValueError(f"unknown cache {unknown[0]!r}; expected one of: {', '.join(dirs)}")
+    removed = []
+    for name in chosen:
+        directory, suffix = dirs[name]
+        files = total = 0
+        for path, size in _entries(directory, suffix):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            files += 1
+            total += size
+        removed.append(CacheUsage(name, directory, files, total))
+    return removed
 
 
 def _touch(path: Path) -> None:

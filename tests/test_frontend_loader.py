@@ -70,3 +70,28 @@ def test_lark_file_imports_relative_to_its_directory(tmp_path):
     main = tmp_path / "main.lark"
     main.write_text("start: WORD\n%import lib.WORD\n")
     assert "WORD" in load_grammar(main).terminals
+
+
+def test_a_mistyped_grammar_path_is_a_missing_file_not_a_parse_error(tmp_path):
+    (tmp_path / "json.lark").write_text(LARK)
+    with pytest.raises(GrammarError, match=r"grammar file not found: .*jsn\.lark \(did you mean .*json\.lark\?\)"):
+        load_grammar(str(tmp_path / "jsn.lark"))
+
+
+def test_a_path_into_a_missing_directory_says_so(tmp_path):
+    with pytest.raises(GrammarError, match="grammar file not found: .*no directory"):
+        load_grammar(str(tmp_path / "absent" / "g.lark"))
+
+
+def test_a_missing_path_object_is_a_missing_file(tmp_path):
+    with pytest.raises(GrammarError, match="grammar file not found"):
+        load_grammar(tmp_path / "g.gbnf")
+
+
+def test_a_single_word_is_neither_a_file_nor_a_grammar():
+    with pytest.raises(GrammarError, match="not found: start .*defines no rule"):
+        load_grammar("start")
+
+
+def test_a_regex_is_never_taken_for_a_path():
+    assert len(load_grammar("[a-z]+/x.lark", format="regex").terminals) == 1
