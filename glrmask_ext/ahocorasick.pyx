@@ -23,6 +23,8 @@ import numpy as np
 
 from libc.stdint cimport int32_t, uint8_t
 
+# Attributes and the C-level ``step`` are declared in ahocorasick.pxd.
+
 
 cdef class PhraseAutomaton:
     """Immutable Aho–Corasick automaton for a tuple of non-empty byte strings.
@@ -30,17 +32,6 @@ cdef class PhraseAutomaton:
     State 0 is the root (nothing of any phrase seen). Phrase ids are indices into ``phrases``;
     a duplicated phrase keeps the id of its first occurrence.
     """
-
-    cdef int32_t[::1] _root
-    cdef int32_t[::1] _edge_start
-    cdef uint8_t[::1] _edge_label
-    cdef int32_t[::1] _edge_target
-    cdef int32_t[::1] _fail
-    cdef int32_t[::1] _depth
-    cdef int32_t[::1] _out_id
-    cdef int32_t[::1] _phrase_len
-    cdef readonly int n_states
-    cdef readonly tuple phrases
 
     def __init__(self, phrases):
         phrases = tuple(phrases)
@@ -122,7 +113,8 @@ cdef class PhraseAutomaton:
         self._phrase_len = np.asarray([len(p) for p in phrases] or [0], dtype=np.int32)
         self.n_states = n
 
-    cdef inline int32_t _step(self, int32_t s, uint8_t c) noexcept nogil:
+    cdef int32_t step(self, int32_t s, uint8_t c) noexcept nogil:
+        """The state after byte ``c`` from state ``s`` (failure links followed)."""
         cdef int32_t lo, hi, mid, end
         while s != 0:
             lo = self._edge_start[s]
@@ -139,7 +131,7 @@ cdef class PhraseAutomaton:
             s = self._fail[s]
         return self._root[c]
 
-    cdef inline void _check_state(self, int state) except *:
+    cdef void _check_state(self, int state) except *:
         if state < 0 or state >= self.n_states:
             raise ValueError(f"state {state} out of range 0..{self.n_states - 1}")
 
@@ -156,7 +148,7 @@ cdef class PhraseAutomaton:
         cdef int32_t s = state
         cdef int32_t pid
         for i in range(n):
-            s = self._step(s, p[i])
+            s = self.step(s, p[i])
             pid = self._out_id[s]
             if pid >= 0:
                 return (s, i, pid)

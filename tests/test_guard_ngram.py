@@ -83,12 +83,16 @@ def test_rollback_restores_the_exact_earlier_state(history, n, window, data):
     state.rollback(k)
     kept = history[: len(history) - k]
     assert state.banned() == reference_banned(kept, n, window)
-    fresh = NoRepeatNGram(n, window=window).start(kept)
-    assert state._index == fresh._index
+    # Indistinguishable from a state that never saw the undone tokens, whatever comes next.
+    fresh = NoRepeatNGram(n, window=window, include_prompt=False).start()
+    for tok in kept:
+        fresh.push(tok)
     extra = data.draw(histories)
-    for tok in extra:
+    for i, tok in enumerate(extra):
         state.push(tok)
-    assert state.banned() == reference_banned(kept + extra, n, window)
+        fresh.push(tok)
+        assert state.banned() == fresh.banned() == reference_banned(kept + extra[: i + 1], n, window)
+    assert state.n_generated == fresh.n_generated
 
 
 def test_the_prompt_counts_unless_excluded():

@@ -186,7 +186,7 @@ def test_requests_of_one_guard_do_not_affect_each_other(data, phrases, seed):
         if tok in req.banned_tokens(req.position):
             continue
         # bans exist only at one position of one request
-        assert all(req.banned_tokens(p) == [] for p in range(req.position + 2) if p != req._ban_pos)
+        assert sum(1 for p in range(req.position + 2) if req.banned_tokens(p)) <= 1
         ev = req.push(tok, logprob=("lp", tok))
         rec.kept.append(tok)
         rec.released.extend(ev.released_tokens)
