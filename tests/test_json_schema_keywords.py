@@ -300,11 +300,14 @@ def test_unsatisfiable_schema_is_reported():
 # ----------------------------------------------------------------------------- unsupported / lenient
 
 def test_unsupported_keywords_are_listed_with_pointers():
-    s = {"not": {"type": "null"}, "properties": {"a": {"uniqueItems": True, "contains": {}}}}
+    s = {"not": {"additionalProperties": False},
+         "properties": {"a": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                        "c": {"$dynamicRef": "#x"}}}
     with pytest.raises(UnsupportedSchema) as e:
         json_schema_to_grammar(s)
     msg = str(e.value)
-    assert "#/not" in msg and "#/properties/a/uniqueItems" in msg and "#/properties/a/contains" in msg
+    assert "#/not: not: keyword additionalProperties/patternProperties" in msg and "#/properties/a/uniqueItems" in msg
+    assert "#/properties/c/$dynamicRef" in msg
     assert isinstance(e.value, GlrmaskError)
 
 

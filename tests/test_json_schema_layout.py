@@ -24,13 +24,32 @@ def test_flexible_accepts_json_dumps_default_separators():
     assert accepts(parser_for(NESTED), json.dumps(DOC))
 
 
-def test_flexible_gap_holds_zero_to_max_whitespace_chars():
+def test_flexible_gap_bounds_spaces_and_tabs_by_max_whitespace():
     p = parser_for({"type": "array", "items": {"type": "integer"}}, max_whitespace=3)
     for k in range(0, 6):
-        for ch in (" ", "\n", "\t", "\r"):
+        for ch in (" ", "\t"):
             assert accepts(p, "[1," + ch * k + "2]") == (k <= 3), (k, ch)
-    assert accepts(p, "[ \n\t1 , 2\r\n ]")
     assert not accepts(p, "[1,    2]")
+
+
+def test_flexible_gap_holds_one_line_break_then_an_indent_run():
+    p = parser_for({"type": "array", "items": {"type": "integer"}}, max_whitespace=2, max_indent=5)
+    assert accepts(p, "[ \n\t1 , 2\r\n ]")
+    assert accepts(p, "[1,\n     2]") and not accepts(p, "[1,\n      2]")
+    assert not accepts(p, "[1,\n\n2]") and not accepts(p, "[1,\n \n2]")
+
+
+@pytest.mark.parametrize("indent", [2, 4])
+def test_default_whitespace_accepts_json_dumps_indent_output(indent):
+    deep = {"a": [{"b": {"c": [1, {"d": [None, {"e": {"f": [True, {"g": "x"}]}}]}]}}]}
+    p = parser_for(True)
+    assert accepts(p, json.dumps(deep, indent=indent))
+    assert accepts(p, json.dumps(deep, indent=indent, separators=(",", ": ")))
+
+
+def test_default_indent_run_is_bounded():
+    p = parser_for({"type": "array"})
+    assert accepts(p, "[\n" + " " * 96 + "1]") and not accepts(p, "[\n" + " " * 97 + "1]")
 
 
 def test_whitespace_is_not_allowed_around_the_document():

@@ -82,14 +82,28 @@ class GrammarBuilder:
             raise GrammarTooComplex(f"JSON Schema lowering: grammar larger than {self.max_chars} characters")
 
     def prune(self, start: str) -> None:
+        """Drop unproductive alternatives and unreachable rules (linear worklist, no fixpoint sweeps)."""
         productive = set(self.terminals)
-        changed = True
-        while changed:
-            changed = False
-            for name, alts in self.rules.items():
-                if name not in productive and any(all(s in productive for s in a) for a in alts):
+        # an alternative becomes productive when its last unproductive symbol does
+        missing: dict[tuple[str, int], int] = {}
+        users: dict[str, list[tuple[str, int]]] = {}
+        todo: list[str] = []
+        for name, alts in self.rules.items():
+            for i, a in enumerate(alts):
+                need = {s for s in a if s not in productive}
+                missing[(name, i)] = len(need)
+                for s in need:
+                    users.setdefault(s, []).append((name, i))
+                if not need and name not in productive:
                     productive.add(name)
-                    changed = True
+                    todo.append(name)
+        while todo:
+            sym = todo.pop()
+            for name, i in users.get(sym, ()):
+                missing[(name, i)] -= 1
+                if missing[(name, i)] == 0 and name not in productive:
+                    productive.add(name)
+                    todo.append(name)
         if start not in productive:
             raise UnsupportedSchema("the schema admits no JSON value (it is unsatisfiable)")
         for name in list(self.rules):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from . import charset as cs
+from .unicode_props import UnknownProperty, property_intervals
 
 
 class PatternUnsupported(ValueError):
@@ -59,6 +60,10 @@ class Anchor:
 Node = Union[CSet, Seq, Alt, Rep, Look, Anchor]
 
 _CLASS_ESCAPES = {'d': cs.DIGIT, 'w': cs.WORD, 's': cs.SPACE}
+# ECMA-262 (`u` flag) allows identity escapes only of syntax characters and '/'; we also accept the
+# Annex B escapes of other ASCII punctuation (``\-``, ``\"``, ``\'``...), which every dialect reads
+# as the character itself. An escaped letter or digit we do not know is refused, never guessed.
+_SYNTAX_OR_PUNCT = frozenset('^$\\.*+?()[]{}|/-!"#%&\',:;<=>@_`~ ')
 _CONTROL_ESCAPES = {'t': 9, 'n': 10, 'v': 11, 'f': 12, 'r': 13}
 
 
@@ -197,6 +202,8 @@ class _Parser:
             return CSet(_CLASS_ESCAPES[c])
         if c.lower() in _CLASS_ESCAPES:
             return CSet(cs.complement(_CLASS_ESCAPES[c.lower()]))
+        if c in 'pP':
+            return CSet(self.property_escape(c))
         if c in 'bB':
             raise self.error("word boundary")
         if c.isdigit() and c != '0':
@@ -206,6 +213,21 @@ class _Parser:
         self.i -= 1
         cp = self.char_escape()
         return CSet(((cp, cp),))
+
+    def property_escape(self, c: str) -> cs.Intervals:
+        """``\\p{…}`` / ``\\P{…}`` (self.i just after the letter)."""
+        if self.peek() != '{':
+            raise self.error(f"\\{c} without {{…}}")
+        end = self.s.find('}', self.i)
+        if end < 0:
+            raise self.error(f"unterminated \\{c}{{")
+        body = self.s[self.i + 1:end]
+        try:
+            ivs = cs.normalize(property_intervals(body))
+        except UnknownProperty as e:
+            raise self.error(str(e)) from None
+        self.i = end + 1
+        return cs.complement(ivs) if c == 'P' else ivs
 
     def char_escape(self) -> int:
         """An escape that denotes one character (self.i just after the backslash)."""
@@ -224,14 +246,18 @@ class _Parser:
             if len(h) == 2 and all(ch in '0123456789abcdefABCDEF' for ch in h):
                 self.i += 2
                 return int(h, 16)
-            return ord('x')
+            raise self.error("\\x without two hex digits")
         if c == 'u':
             if self.peek() == '{':
                 end = self.s.find('}', self.i)
-                if end > 0:
-                    v = int(self.s[self.i + 1:end], 16)
+                digits = self.s[self.i + 1:end] if end > 0 else ''
+                if digits and all(ch in '0123456789abcdefABCDEF' for ch in digits) and int(digits, 16) <= cs.MAX_CP:
+                    v = int(digits, 16)
                     self.i = end + 1
+                    if 0xD800 <= v <= 0xDFFF:
+                        raise self.error("lone surrogate")
                     return v
+                raise self.error("malformed \\u{…}")
             h = self.s[self.i:self.i + 4]
             if len(h) == 4 and all(ch in '0123456789abcdefABCDEF' for ch in h):
                 self.i += 4
@@ -245,10 +271,14 @@ class _Parser:
                 if 0xD800 <= v <= 0xDFFF:
                     raise self.error("lone surrogate")
                 return v
-            return ord('u')
+            raise self.error("\\u without four hex digits")
         if c.isdigit():
             raise self.error("octal escape")
-        return ord(c)  # identity escape
+        if c == 'c':
+            raise self.error("\\c without a control letter")
+        if c in _SYNTAX_OR_PUNCT:
+            return ord(c)  # identity escape
+        raise self.error(f"unsupported escape \\{c}")
 
     def char_class(self) -> cs.Intervals:
         self.i += 1
@@ -298,6 +328,9 @@ class _Parser:
         if e.lower() in _CLASS_ESCAPES:
             self.i += 1
             return cs.complement(_CLASS_ESCAPES[e.lower()])
+        if e in 'pP':
+            self.i += 1
+            return self.property_escape(e)
         if e == 'b':
             self.i += 1
             return 8
@@ -382,3 +415,41 @@ def content_regex(pattern: str) -> str:
         prefix = '' if anchored else '(?:' + cs.ANY_CHAR + ')*?'
         alts.append(prefix + _emit(body) + any_units)
     return alts[0] if len(alts) == 1 else '(?:' + '|'.join(alts) + ')'
+
+
+def fixed_prefix(pattern: str) -> tuple[list[cs.Intervals], bool]:
+    """What every string the pattern matches starts with: one character set per position, and whether
+    the pattern matches only strings of exactly that length. Unanchored patterns start with anything
+    (``([], False)``). Used to prove two patterns disjoint: some position has disjoint sets, or both
+    are exact with different lengths."""
+    node = parse(pattern)
+    body, anchored = _strip_start(node) if not isinstance(node, Alt) else (node, False)
+    if not anchored:
+        return [], False
+    items = body.items if isinstance(body, Seq) else (() if body is None else (body,))
+    sets: list[cs.Intervals] = []
+    for k, it in enumerate(items):
+        if isinstance(it, CSet):
+            sets.append(it.ivs)
+        elif isinstance(it, Rep) and isinstance(it.node, CSet) and it.lo == it.hi and it.lo <= 64:
+            sets += [it.node.ivs] * it.lo
+        elif isinstance(it, Anchor) and it.kind == '$' and k == len(items) - 1:
+            return sets, True
+        else:
+            return sets, False
+    return sets, False
+
+
+def provably_disjoint(a: str, b: str) -> bool:
+    """No string matches both ECMA patterns (a sufficient test on their fixed prefixes)."""
+    try:
+        pa, ea = fixed_prefix(a)
+        pb, eb = fixed_prefix(b)
+    except PatternUnsupported:
+        return False
+    if ea and eb and len(pa) != len(pb):
+        return True
+    if (ea and len(pb) > len(pa)) or (eb and len(pa) > len(pb)):
+        return True
+    from glrmask.lexer.charsets import intersect
+    return any(not intersect(x, y) for x, y in zip(pa, pb))

@@ -4,18 +4,31 @@ Each schema node becomes a rule; strings and numbers become single terminals who
 every string/number constraint (so a terminal's `re.match` end is always the end of the JSON value:
 strings include their quotes, numbers end in a guard). Objects follow the schema's property order;
 arrays count items with a chain of rules. `$ref`s become rule references (recursion is free),
-`allOf` is merged into one schema, `anyOf`/`oneOf` become alternatives.
+`allOf` is merged into one schema, `anyOf` becomes alternatives, `oneOf` too when its branches are
+provably disjoint.
+
+Merging keeps every keyword in its own scope. Object keywords are kept as *layers* (one per merged
+schema: its `patternProperties` and `additionalProperties`), so an undeclared key meets every
+layer's applicable schemas, and a declared key meets the patterns of its own layer and the
+patterns/additional schema of the layers that do not declare it. Array keywords are merged by
+position (`items` of a schema without `prefixItems` applies to every position).
+
+`not` is lowered by complementing within each JSON type, which is regular for type, enum/const,
+string constraints (a negative lookahead on the whole string), numeric bounds (a negative lookahead
+on the number), `required` and the property/item counts; `if`/`then`/`else`, the dependency keywords
+and `contains` are built from that. Anything else raises :class:`UnsupportedSchema` with its JSON
+pointer.
 
 Whitespace is an explicit grammar symbol at every gap between tokens, never ``%ignore``, so that a
-run can be bounded: ``WS: /[ \\t\\n\\r]{1,k}(?![ \\t\\n\\r])/`` is optional at each gap, and gaps are
-never adjacent, so each gap holds exactly 0..k whitespace characters.
+run can be bounded by structure: a gap holds at most `max_whitespace` spaces/tabs, optionally one
+line break and then at most `max_indent` spaces/tabs (what ``json.dumps(indent=N)`` writes), and
+gaps are never adjacent.
 """
 from __future__ import annotations
 
 import json
 import math
 import re
-import urllib.parse
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
@@ -26,6 +39,7 @@ from ..errors import GrammarTooComplex, UnsupportedSchema
 from . import charset as cs
 from . import ecma_regex, formats, numbers
 from .builder import GrammarBuilder
+from .refs import RefError, SchemaRefs, ptr_join
 
 ALL_TYPES = ('null', 'boolean', 'object', 'array', 'string', 'number')
 ANNOTATIONS = frozenset({
@@ -33,18 +47,34 @@ ANNOTATIONS = frozenset({
     'readOnly', 'writeOnly', 'deprecated', 'contentMediaType', 'contentEncoding', 'contentSchema',
     '$anchor', '$dynamicAnchor', '$recursiveAnchor', '$defs', 'definitions', '$vocabulary',
 })
-UNSUPPORTED = ('not', 'if', 'then', 'else', 'dependentRequired', 'dependentSchemas', 'dependencies',
-               'uniqueItems', 'contains', 'minContains', 'maxContains', 'unevaluatedProperties',
-               'unevaluatedItems', 'propertyNames', '$dynamicRef', '$recursiveRef')
+UNSUPPORTED = ('$dynamicRef', '$recursiveRef')
+INTERNAL = frozenset({'__patterns', '__formats', '__extras', '__notstr', '__notnum', '__contains', '__unique'})
 STRUCTURAL = frozenset({
     'type', 'enum', 'const', 'properties', 'required', 'additionalProperties', 'patternProperties',
     'items', 'prefixItems', 'additionalItems', 'minItems', 'maxItems', 'minLength', 'maxLength',
     'pattern', 'format', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf',
-    'minProperties', 'maxProperties', 'anyOf', 'oneOf', 'allOf', '$ref', 'nullable',
-    '__patterns', '__formats',
-}) | frozenset(UNSUPPORTED)
+    'minProperties', 'maxProperties', 'anyOf', 'oneOf', 'allOf', '$ref', 'nullable', 'not', 'if', 'then',
+    'else', 'dependentRequired', 'dependentSchemas', 'dependencies', 'propertyNames', 'contains',
+    'minContains', 'maxContains', 'uniqueItems', 'unevaluatedProperties', 'unevaluatedItems',
+}) | INTERNAL | frozenset(UNSUPPORTED)
+
+COUNT_KEYWORDS = ('minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties',
+                  'minContains', 'maxContains')
+NUMBER_KEYWORDS = ('minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf')
+SCHEMA_KEYWORDS = ('additionalProperties', 'additionalItems', 'not', 'if', 'then', 'else', 'contains',
+                   'propertyNames', 'unevaluatedProperties', 'unevaluatedItems')
+SCHEMA_MAP_KEYWORDS = ('properties', 'patternProperties', 'dependentSchemas', '$defs', 'definitions')
+SCHEMA_LIST_KEYWORDS = ('allOf', 'anyOf', 'oneOf', 'prefixItems')
+# what `not` can complement: keywords of these, and nothing else, may appear in a negated schema
+NEGATABLE = frozenset({'type', 'enum', '__patterns', '__formats', 'minLength', 'maxLength', 'minimum',
+                       'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', 'required',
+                       'minProperties', 'maxProperties', 'minItems', 'maxItems', '__notstr', '__notnum',
+                       'anyOf'})
+STRING_KEYS = ('__patterns', '__formats', 'minLength', 'maxLength', '__notstr')
+NUMBER_KEYS = ('minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', '__notnum')
 
 DEFAULT_MAX_WHITESPACE = 4
+DEFAULT_MAX_INDENT = 96
 MAX_ANY_ORDER_PROPERTIES = 8
 MAX_INDENT_DEPTH = 24
 MAX_ENUM_VALUES = 5000
@@ -52,15 +82,22 @@ MAX_ITEM_CHAIN = 1000
 MAX_COUNT_STATES = 20000
 MAX_DISTRIBUTION = 256
 MAX_MERGE_DEPTH = 64
+MAX_NESTING = 400
+MAX_COUNT_BOUND = 10 ** 6
+MAX_REGIONS = 64
+MAX_UNIQUE_VALUES = 10
+FORMAT_MODES = ('assert', 'annotation')
 
 
 @dataclass(frozen=True)
 class Options:
     whitespace: str = 'flexible'
     max_whitespace: int = DEFAULT_MAX_WHITESPACE
+    max_indent: int = DEFAULT_MAX_INDENT
     indent: int | None = None
     property_order: str = 'schema'
     lenient: bool = False
+    format_mode: str = 'assert'
     max_rules: int = 50_000
     max_chars: int = 8_000_000
 
@@ -68,34 +105,84 @@ class Options:
 @dataclass
 class _Ctx:
     problems: list[str] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+
+class _NotRegular(Exception):
+    """Raised inside negation: the negated schema uses a keyword whose complement is not built."""
+
+    def __init__(self, ptr: str, what: str) -> None:
+        super().__init__(f"#{ptr}: {what}")
+        self.ptr, self.what = ptr, what
 
 
 def load_schema(schema: Any) -> Any:
     """Accept a dict/bool, a pathlib.Path, or a str (JSON text if it parses, else a file path)."""
-    if isinstance(schema, Path):
-        return json.loads(schema.read_text(encoding='utf-8'))
-    if isinstance(schema, str):
-        try:
-            return json.loads(schema)
-        except json.JSONDecodeError:
-            p = Path(schema)
-            if p.is_file():
-                return json.loads(p.read_text(encoding='utf-8'))
-            raise UnsupportedSchema(f"schema string is neither JSON nor an existing file: {schema[:80]!r}")
+    try:
+        if isinstance(schema, Path):
+            return json.loads(schema.read_text(encoding='utf-8'))
+        if isinstance(schema, str):
+            try:
+                return json.loads(schema)
+            except json.JSONDecodeError:
+                p = Path(schema)
+                if len(schema) < 4096 and p.is_file():
+                    return json.loads(p.read_text(encoding='utf-8'))
+                raise UnsupportedSchema(
+                    f"schema string is neither JSON nor an existing file: {schema[:80]!r}") from None
+    except RecursionError:
+        raise UnsupportedSchema("schema JSON nested too deeply for the JSON parser") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UnsupportedSchema(f"schema file cannot be read as JSON: {e}") from None
     if isinstance(schema, (dict, bool)):
         return schema
     raise UnsupportedSchema(f"schema must be a dict, bool, JSON text or path, not {type(schema).__name__}")
 
 
-def _ptr_join(ptr: str, *parts: object) -> str:
-    for p in parts:
-        ptr += '/' + str(p).replace('~', '~0').replace('/', '~1')
-    return ptr
+_ptr_join = ptr_join
 
 
 def _canon(v: Any) -> str:
-    return json.dumps(v, sort_keys=True, separators=(',', ':'))
+    return json.dumps(v, sort_keys=True, separators=(',', ':'), default=repr)
+
+
+def _and(a: Any, b: Any) -> Any:
+    """Conjunction of two schemas, simplifying `true`/`false`."""
+    if a is False or b is False:
+        return False
+    if a is True or (isinstance(a, dict) and not a):
+        return b
+    if b is True or (isinstance(b, dict) and not b):
+        return a
+    if a is b or _canon(a) == _canon(b):  # e.g. a property and a pattern with copies of one schema
+        return a
+    return {'allOf': [a, b]}
+
+
+def _and_all(parts: list[Any]) -> Any:
+    out: Any = True
+    for p in parts:
+        out = _and(out, p)
+    return out
+
+
+def _is_count(v: Any) -> bool:
+    return (isinstance(v, int) and not isinstance(v, bool) and v >= 0) or \
+        (isinstance(v, float) and math.isfinite(v) and v.is_integer() and v >= 0)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and (not isinstance(v, float) or math.isfinite(v))
+
+
+def _is_schema(v: Any) -> bool:
+    return isinstance(v, (dict, bool))
+
+
+def _encoded_matches(content: str, key: str) -> bool:
+    """Does the string `key` (JSON-encoded) match a content regex of :mod:`.ecma_regex`?"""
+    return re.fullmatch(content + '\\x22', json.dumps(key)[1:-1] + '"') is not None
 
 
 class Lowerer:
@@ -113,12 +200,25 @@ class Lowerer:
             raise ValueError("whitespace must be 'flexible' or 'compact'")
         if opts.property_order not in ('schema', 'any'):
             raise ValueError("property_order must be 'schema' or 'any'")
-        if opts.indent is not None and opts.indent < 0:
-            raise ValueError("indent must be >= 0")
-        if opts.max_whitespace < 1:
-            raise ValueError("max_whitespace must be >= 1")
-        self._anchors: dict[str, Any] | None = None
+        if opts.format_mode not in FORMAT_MODES:
+            raise ValueError(f"format_mode must be one of {FORMAT_MODES}")
+        for name in ('max_whitespace', 'max_indent'):
+            v = getattr(opts, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < (1 if name == 'max_whitespace' else 0):
+                raise ValueError(f"{name} must be an integer >= {1 if name == 'max_whitespace' else 0}")
+        if opts.indent is not None and (not isinstance(opts.indent, int) or opts.indent < 0):
+            raise ValueError("indent must be an integer >= 0")
+        bad = _malformed_keywords(root)
+        if bad:
+            raise UnsupportedSchema("invalid JSON Schema:\n  " + "\n  ".join(bad))
+        try:
+            self.refs = SchemaRefs(root)
+        except RefError as e:
+            raise UnsupportedSchema(f"#: {e}") from None
         self._punct: dict[str, str] = {}
+        self._nesting = 0
+        self._validated: set[int] = set()
+        self._normalized: dict[int, tuple[Any, Any]] = {}
 
     # ------------------------------------------------------------------ problems
 
@@ -128,6 +228,10 @@ class Lowerer:
             self.ctx.warnings.append(text + " (ignored)")
         else:
             self.ctx.problems.append(text)
+
+    def invalid(self, ptr: str, msg: str) -> None:
+        """A malformed schema (a keyword with a value of the wrong kind): refused even when lenient."""
+        self.ctx.invalid.append(f"#{ptr}: {msg}")
 
     def warn(self, ptr: str, msg: str) -> None:
         self.ctx.warnings.append(f"#{ptr}: {msg}")
@@ -147,7 +251,10 @@ class Lowerer:
         if not self.flex:
             return []
         if '_w' not in self.g.rules:
-            ws = self.g.terminal('[ \\t\\n\\r]{1,%d}(?![ \\t\\n\\r])' % self.opts.max_whitespace, 'WS')
+            h, i = self.opts.max_whitespace, self.opts.max_indent
+            indent = '[ \\t]{0,%d}' % i if i else ''
+            regex = '(?:[ \\t]{1,%d}|[ \\t]{0,%d}(?:\\r?\\n|\\r)%s)(?![ \\t\\n\\r])' % (h, h, indent)
+            ws = self.g.terminal(regex, 'WS')
             self.g.rules['_w'] = [[ws], []]
         return ['_w']
 
@@ -181,107 +288,117 @@ class Lowerer:
 
     # ------------------------------------------------------------------ refs
 
-    def resolve_ref(self, ref: str, ptr: str) -> tuple[Any, str] | None:
-        base = ''
-        root_id = self.root.get('$id', self.root.get('id')) if isinstance(self.root, dict) else None
-        if '#' in ref:
-            base, frag = ref.split('#', 1)
-        else:
-            base, frag = ref, None
-        if base and not (isinstance(root_id, str) and base == root_id.split('#')[0]):
-            self.problem(ptr, f"remote $ref {ref!r} is not supported")
+    def resolve_ref(self, ref: str, at: Any, ptr: str) -> tuple[Any, str] | None:
+        """Target and pointer of the `$ref` found in document node `at`; None (reported) if unresolvable."""
+        try:
+            return self.refs.resolve(ref, at)
+        except RefError as e:
+            self.problem(ptr, str(e))
             return None
-        if frag is None or frag == '':
-            return self.root, ''
-        frag = urllib.parse.unquote(frag)
-        if not frag.startswith('/'):
-            target = self.anchors().get(frag)
-            if target is None:
-                self.problem(ptr, f"$ref anchor {ref!r} not found")
-                return None
-            return target
-        node = self.root
-        for part in frag.split('/')[1:]:
-            part = part.replace('~1', '/').replace('~0', '~')
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                self.problem(ptr, f"$ref {ref!r} does not resolve")
-                return None
-        return node, frag
-
-    def anchors(self) -> dict[str, Any]:
-        if self._anchors is None:
-            self._anchors = {}
-            stack: list[tuple[Any, str]] = [(self.root, '')]
-            while stack:
-                node, p = stack.pop()
-                if isinstance(node, dict):
-                    for key in ('$anchor',):
-                        if isinstance(node.get(key), str):
-                            self._anchors.setdefault(node[key], (node, p))
-                    i = node.get('id', node.get('$id'))
-                    if isinstance(i, str) and i.startswith('#'):
-                        self._anchors.setdefault(i[1:], (node, p))
-                    for k, v in node.items():
-                        if k not in ('enum', 'const', 'default', 'examples'):
-                            stack.append((v, _ptr_join(p, k)))
-                elif isinstance(node, list):
-                    for i2, v in enumerate(node):
-                        stack.append((v, _ptr_join(p, i2)))
-        return self._anchors
 
     # ------------------------------------------------------------------ keyword checks
 
     def check_keywords(self, schema: dict, ptr: str) -> None:
+        """Report unsupported keywords and malformed keyword values (once per schema node)."""
+        if id(schema) in self._validated:
+            return
+        self._validated.add(id(schema))
+        self.keep.append(schema)
         for k in UNSUPPORTED:
             if k in schema:
-                v = schema[k]
-                if k == 'uniqueItems' and v is not True:
-                    continue
-                if k in ('minContains', 'maxContains') and 'contains' in schema:
-                    continue
                 self.problem(_ptr_join(ptr, k), f"keyword {k!r} is not supported")
+        for k, v in schema.items():
+            msg = _malformed(k, v)
+            if msg is not None:
+                self.invalid(_ptr_join(ptr, k), msg)
 
     # ------------------------------------------------------------------ normalization / merging
 
     def normalize(self, schema: Any, ptr: str, depth: int = 0) -> Any:
-        """Resolve top-level $ref and allOf into one dict (or bool); check keywords on the way."""
+        """Resolve $ref, allOf and the in-place applicators into one dict (or bool)."""
         if depth > MAX_MERGE_DEPTH:
             raise UnsupportedSchema(f"#{ptr}: $ref/allOf chain too deep (a cycle through allOf?)")
         if isinstance(schema, bool):
             return schema
         if not isinstance(schema, dict):
-            self.problem(ptr, f"schema must be an object or boolean, got {type(schema).__name__}")
+            self.invalid(ptr, f"schema must be an object or boolean, got {type(schema).__name__}")
             return True
+        # the same node always normalizes to the same object, so rules memoized by id stay finite
+        cached = self._normalized.get(id(schema))
+        if cached is not None:
+            return cached[1]
+        out = self._normalize(schema, ptr, depth)
+        self._normalized[id(schema)] = (schema, out)
+        return out
+
+    def _normalize(self, schema: dict, ptr: str, depth: int) -> Any:
         self.check_keywords(schema, ptr)
-        parts: list[Any] = []
-        own = {k: v for k, v in schema.items() if k not in ('$ref', 'allOf')}
-        own = self._normalize_own(own, ptr)
-        parts.append(own)
+        orig = schema
+        user = self.refs.in_document(orig)  # internal keywords are the lowering's own, never the user's
+        schema = {k: v for k, v in schema.items() if _malformed(k, v) is None and not (user and k in INTERNAL)}
+        applicators = ('$ref', 'allOf', 'not', 'if', 'then', 'else', 'dependentRequired', 'dependentSchemas',
+                       'dependencies', 'unevaluatedProperties', 'unevaluatedItems')
+        own = self._normalize_own({k: v for k, v in schema.items() if k not in applicators}, ptr)
+        parts: list[Any] = [own]
         if '$ref' in schema:
-            ref = schema['$ref']
-            if not isinstance(ref, str):
-                self.problem(_ptr_join(ptr, '$ref'), "$ref must be a string")
-            else:
-                r = self.resolve_ref(ref, _ptr_join(ptr, '$ref'))
-                if r is not None:
-                    parts.append(self.normalize(r[0], r[1], depth + 1))
-        if 'allOf' in schema:
-            subs = schema['allOf']
-            if not isinstance(subs, list):
-                self.problem(_ptr_join(ptr, 'allOf'), "allOf must be a list")
-            else:
-                for i, s in enumerate(subs):
-                    parts.append(self.normalize(s, _ptr_join(ptr, 'allOf', i), depth + 1))
-        if len(parts) == 1:
-            return own
+            r = self.resolve_ref(schema['$ref'], orig, _ptr_join(ptr, '$ref'))
+            if r is not None:
+                parts.append(self.normalize(r[0], r[1], depth + 1))
+        for i, s in enumerate(schema.get('allOf', ())):
+            parts.append(self.normalize(s, _ptr_join(ptr, 'allOf', i), depth + 1))
+        if 'not' in schema:
+            parts.append(self.negate(schema['not'], _ptr_join(ptr, 'not'), depth + 1))
+        if 'if' in schema and ('then' in schema or 'else' in schema):
+            cond = schema['if']
+            neg = self.negate(cond, _ptr_join(ptr, 'if'), depth + 1)
+            parts.append({'anyOf': [_and(cond, schema.get('then', True)), _and(neg, schema.get('else', True))]})
+        parts += self._dependencies(schema, ptr)
         out: Any = parts[0]
         for p in parts[1:]:
             out = self.merge(out, p, ptr)
+        if isinstance(out, dict) and ('unevaluatedProperties' in schema or 'unevaluatedItems' in schema):
+            out = self._unevaluated(out, schema, ptr)
         return out
+
+    def _dependencies(self, schema: dict, ptr: str) -> list[Any]:
+        """dependentRequired/dependentSchemas/draft-7 dependencies as anyOf parts (absent key, or the rule)."""
+        parts = []
+        deps: list[tuple[str, Any, str]] = []
+        for k, v in (schema.get('dependentRequired') or {}).items():
+            deps.append((k, {'required': list(v)}, _ptr_join(ptr, 'dependentRequired', k)))
+        for k, v in (schema.get('dependentSchemas') or {}).items():
+            deps.append((k, v, _ptr_join(ptr, 'dependentSchemas', k)))
+        for k, v in (schema.get('dependencies') or {}).items():
+            deps.append((k, {'required': list(v)} if isinstance(v, list) else v, _ptr_join(ptr, 'dependencies', k)))
+        for k, rule, _p in deps:
+            if rule is True or rule == {'required': []}:
+                continue
+            parts.append({'anyOf': [{'properties': {k: False}}, _and({'required': [k]}, rule)]})
+        return parts
+
+    def _unevaluated(self, s: dict, schema: dict, ptr: str) -> Any:
+        """unevaluatedProperties/Items where the evaluated set is static: no alternatives left to pick."""
+        if 'anyOf' in s:
+            for k in ('unevaluatedProperties', 'unevaluatedItems'):
+                if k in schema:
+                    self.problem(_ptr_join(ptr, k), f"{k} over anyOf/oneOf/if/dependentSchemas branches "
+                                 "is not supported (the evaluated set depends on the branch)")
+            return s
+        s = dict(s)
+        u = schema.get('unevaluatedProperties')
+        if u is not None:
+            layers = s.get('__extras', [])
+            if not any(l[1] is not None for l in layers):
+                pats = {p: True for l in layers for p in l[0]}
+                s['__extras'] = list(layers) + [[pats, u]]
+        u = schema.get('unevaluatedItems')
+        if u is not None:
+            if '__contains' in s:
+                self.problem(_ptr_join(ptr, 'unevaluatedItems'), "unevaluatedItems with contains is not supported")
+            elif 'items' not in s:
+                s['items'] = u
+        self.keep.append(s)
+        return s
 
     def _normalize_own(self, s: dict, ptr: str) -> dict:
         s = dict(s)
@@ -292,10 +409,19 @@ class Lowerer:
                     s[ex] = s.pop(base)
                 else:
                     del s[ex]
+        for k in COUNT_KEYWORDS:
+            if k in s:
+                s[k] = int(s[k])
+                if s[k] > MAX_COUNT_BOUND:
+                    shown = s[k] if s[k] < 10 ** 15 else f"{float(s[k]):.3g}"
+                    raise GrammarTooComplex(f"#{_ptr_join(ptr, k)}: {k} {shown} is above the lowering's "
+                                            f"bound ({MAX_COUNT_BOUND})")
         if 'pattern' in s:
-            s['__patterns'] = [s.pop('pattern')]
+            s['__patterns'] = list(s.get('__patterns', ())) + [s.pop('pattern')]
         if 'format' in s:
-            s['__formats'] = [s.pop('format')]
+            f = s.pop('format')
+            if self.opts.format_mode == 'assert':
+                s['__formats'] = list(s.get('__formats', ())) + [f]
         if 'const' in s:
             c = s.pop('const')
             s['enum'] = [v for v in s['enum'] if _canon(v) == _canon(c)] if 'enum' in s else [c]
@@ -315,6 +441,9 @@ class Lowerer:
         s.pop('nullable', None)
         if 'oneOf' in s:
             one = s.pop('oneOf')
+            if len(one) > 1 and not self._disjoint(one, _ptr_join(ptr, 'oneOf')):
+                self.warn(_ptr_join(ptr, 'oneOf'), "oneOf branches are not provably disjoint: "
+                          "lowered as anyOf (an instance valid under several branches is accepted)")
             if 'anyOf' in s:
                 s['anyOf'] = [{'allOf': [{'anyOf': s.pop('anyOf')}, {'anyOf': one}]}]
             else:
@@ -328,9 +457,94 @@ class Lowerer:
                 s['required'] = list(req) + [k for k in extra_req if k not in req]
         if 'required' in s and not isinstance(s['required'], list):
             del s['required']
+        # object keywords: one layer (patternProperties, additionalProperties) per schema
+        if 'patternProperties' in s or 'additionalProperties' in s:
+            pp = s.pop('patternProperties', None) or {}
+            addl = s.pop('additionalProperties', None)
+            if 'properties' in s:
+                s['properties'] = {k: _and_all([v] + [sub for pat, sub in pp.items() if self._key_matches(pat, k, ptr)])
+                                   for k, v in s['properties'].items()}
+            s['__extras'] = list(s.get('__extras', ())) + [[pp, addl]]
+        if 'propertyNames' in s:
+            self._property_names(s, s.pop('propertyNames'), _ptr_join(ptr, 'propertyNames'))
+        if 'contains' in s:
+            c = s.pop('contains')
+            lo = s.pop('minContains', 1)
+            hi = s.pop('maxContains', None)
+            s['__contains'] = list(s.get('__contains', ())) + [[c, lo, hi, _ptr_join(ptr, 'contains')]]
+        s.pop('minContains', None)
+        s.pop('maxContains', None)
+        if s.get('uniqueItems') is True:
+            s['__unique'] = True
+        s.pop('uniqueItems', None)
         self.ptrs[id(s)] = ptr
         self.keep.append(s)
         return s
+
+    def _property_names(self, s: dict, names: Any, ptr: str) -> None:
+        """propertyNames: declared keys that fail it are forbidden; other keys meet it in their key regex."""
+        n = self.normalize(names, ptr)
+        if n is True:
+            return
+        regex = None if n is False else self.string_regex_of(n, ptr)
+        if regex is None:  # no string satisfies it: no key at all
+            s['maxProperties'] = 0
+            return
+        if 'properties' in s:
+            s['properties'] = {k: (v if re.fullmatch(regex, json.dumps(k)) else False)
+                               for k, v in s['properties'].items()}
+        # a layer whose keys are restricted: undeclared keys must match `regex`
+        s['__extras'] = list(s.get('__extras', ())) + [[{'\x00keyregex': regex}, None]]
+
+    def _key_matches(self, pat: str, key: str, ptr: str) -> bool:
+        if pat == '\x00keyregex':
+            return True
+        try:
+            return _encoded_matches(ecma_regex.content_regex(pat), key)
+        except ecma_regex.PatternUnsupported:
+            return False  # reported where the pattern's key terminal is built
+
+    def extras_value(self, layers: list, key: str, ptr: str) -> Any:
+        """Schema an undeclared key's value meets: per layer, its matching patterns, else its additional."""
+        parts = []
+        for pp, addl in layers:
+            matched = [sub for pat, sub in pp.items() if pat != '\x00keyregex' and self._key_matches(pat, key, ptr)]
+            if '\x00keyregex' in pp and not re.fullmatch(pp['\x00keyregex'], json.dumps(key)):
+                return False
+            parts += matched if matched else [True if addl is None else addl]
+        return _and_all(parts)
+
+    def _disjoint(self, branches: list, ptr: str) -> bool:
+        """Provably disjoint oneOf branches: distinct types, distinct const/enum, or a discriminator key."""
+        sigs = []
+        for i, b in enumerate(branches):
+            n = self.normalize(b, _ptr_join(ptr, i))
+            if n is False:
+                continue
+            if n is True or 'anyOf' in n:
+                return False
+            disc = {}
+            for k in n.get('required', ()):
+                sub = (n.get('properties') or {}).get(k)
+                if sub is None:
+                    continue
+                ns = self.normalize(sub, ptr)
+                if isinstance(ns, dict) and 'enum' in ns and 'anyOf' not in ns:
+                    disc[k] = {_value_key(v) for v in ns['enum']}
+            enum = None if 'enum' not in n else {_value_key(v) for v in n['enum']}
+            sigs.append((_signature_types(n), enum, disc))
+        for i in range(len(sigs)):
+            for j in range(i + 1, len(sigs)):
+                (ta, ea, da), (tb, eb, db) = sigs[i], sigs[j]
+                if ta is not None and tb is not None and not ta & tb:
+                    continue
+                if ea is not None and eb is not None and not ea & eb:
+                    continue
+                common = (ta if ta is not None else set(ALL_TYPES)) & (tb if tb is not None else set(ALL_TYPES))
+                if common <= {'object'} and any(not da[k] & db[k] for k in da.keys() & db.keys()):
+                    continue
+                return False
+        return True
 
     def merge(self, a: Any, b: Any, ptr: str) -> Any:
         if a is False or b is False:
@@ -341,6 +555,8 @@ class Lowerer:
             return a
         out = dict(a)
         for k, vb in b.items():
+            if k in ('properties', '__extras', 'items', 'prefixItems'):
+                continue  # merged below, by scope
             if k not in out:
                 out[k] = vb
                 continue
@@ -352,7 +568,7 @@ class Lowerer:
                 out[k] = [x for x in va if _canon(x) in kb]
             elif k == 'required':
                 out[k] = list(va) + [x for x in vb if x not in va]
-            elif k in ('__patterns', '__formats'):
+            elif k in ('__patterns', '__formats', '__notstr', '__notnum', '__contains'):
                 out[k] = list(va) + list(vb)
             elif k in ('minimum', 'minLength', 'minItems', 'minProperties', 'exclusiveMinimum'):
                 out[k] = max(va, vb)
@@ -362,19 +578,6 @@ class Lowerer:
                 fa, fb = Fraction(str(va)), Fraction(str(vb))
                 out[k] = _frac_to_num(Fraction(math.lcm(fa.numerator, fb.numerator),
                                                math.gcd(fa.denominator, fb.denominator)))
-            elif k in ('items', 'additionalProperties'):
-                out[k] = {'allOf': [va, vb]}
-            elif k == 'prefixItems':
-                n = max(len(va), len(vb))
-                out[k] = [{'allOf': [va[i] if i < len(va) else a.get('items', True),
-                                     vb[i] if i < len(vb) else b.get('items', True)]} for i in range(n)]
-            elif k == 'properties':
-                merged = {}
-                for pk in list(va) + [x for x in vb if x not in va]:
-                    merged[pk] = {'allOf': [self._prop_schema(a, pk), self._prop_schema(b, pk)]}
-                out[k] = merged
-            elif k == 'patternProperties':
-                pass  # merged below, together with additionalProperties
             elif k == 'anyOf':
                 if len(va) * len(vb) > MAX_DISTRIBUTION:
                     raise GrammarTooComplex(f"#{ptr}: allOf of anyOfs has more than {MAX_DISTRIBUTION} combinations")
@@ -383,38 +586,196 @@ class Lowerer:
                 pass  # annotations, unknown keywords; unsupported ones were reported already
             elif _canon(va) != _canon(vb):
                 self.problem(ptr, f"cannot merge differing {k!r} under allOf")
-        # properties present on one side only meet the other side's additional/pattern schema
-        for side, other in ((a, b), (b, a)):
-            if 'properties' in side and 'properties' not in other and _restricts_extras(other):
-                out['properties'] = {pk: {'allOf': [self._prop_schema(a, pk), self._prop_schema(b, pk)]}
-                                     for pk in side['properties']}
-        # an undeclared key matching one side's pattern meets the other side's additionalProperties
-        pa, pb = a.get('patternProperties') or {}, b.get('patternProperties') or {}
-        if pa or pb:
-            pp: dict[str, Any] = {}
-            for mine, other in ((pa, b), (pb, a)):
-                for pk, pv in mine.items():
-                    extra = other.get('additionalProperties', True)
-                    if pk in (other.get('patternProperties') or {}):
-                        extra = other['patternProperties'][pk]
-                    v = pv if extra is True else {'allOf': [pv, extra]}
-                    pp[pk] = v if pk not in pp else {'allOf': [pp[pk], v]}
-            out['patternProperties'] = pp
+        # objects: a key declared on one side meets the other side's patterns / additional schema
+        if 'properties' in a or 'properties' in b:
+            pa, pb = a.get('properties') or {}, b.get('properties') or {}
+            ea, eb = a.get('__extras', []), b.get('__extras', [])
+            merged = {}
+            for pk in list(pa) + [x for x in pb if x not in pa]:
+                va = pa[pk] if pk in pa else self.extras_value(ea, pk, ptr)
+                vb = pb[pk] if pk in pb else self.extras_value(eb, pk, ptr)
+                merged[pk] = _and(va, vb)
+            out['properties'] = merged
+        if '__extras' in a or '__extras' in b:
+            out['__extras'] = list(a.get('__extras', [])) + list(b.get('__extras', []))
+        # arrays: merged by position; `items` of a side without prefixItems covers every position
+        if 'prefixItems' in a or 'prefixItems' in b:
+            pa, pb = a.get('prefixItems') or [], b.get('prefixItems') or []
+            ia, ib = a.get('items', True), b.get('items', True)
+            out['prefixItems'] = [_and(pa[i] if i < len(pa) else ia, pb[i] if i < len(pb) else ib)
+                                  for i in range(max(len(pa), len(pb)))]
+            if 'items' in a or 'items' in b:
+                out['items'] = _and(ia, ib)
+        elif 'items' in a or 'items' in b:
+            out['items'] = _and(a.get('items', True), b.get('items', True))
         self.keep.append(out)
         self.ptrs[id(out)] = ptr
         return out
 
-    def _prop_schema(self, s: dict, key: str) -> Any:
-        props = s.get('properties') or {}
-        if key in props:
-            return props[key]
-        for pat, sub in (s.get('patternProperties') or {}).items():
-            try:
-                if re.search(pat, key):
-                    return sub
-            except Exception:
-                pass
-        return s.get('additionalProperties', True)
+    # ------------------------------------------------------------------ negation
+
+    def negate(self, schema: Any, ptr: str, depth: int = 0) -> Any:
+        """A schema for the complement of `schema` (its regular cases); reported and `true` otherwise."""
+        try:
+            by_type = self._negate(self.normalize(schema, ptr, depth), ptr, depth)
+        except _NotRegular as e:
+            self.problem(e.ptr, f"not: {e.what} cannot be complemented (not a regular case)")
+            return True
+        return self._union_of(by_type)
+
+    def _union_of(self, by_type: dict[str, list[Any]]) -> Any:
+        alts = [a for t in ALL_TYPES for a in by_type.get(t, ())]
+        for a in alts:
+            self.keep.append(a)
+        if not alts:
+            return False
+        return {'anyOf': alts} if len(alts) > 1 else alts[0]
+
+    def _negate(self, n: Any, ptr: str, depth: int) -> dict[str, list[Any]]:
+        """The complement of normalized `n`, per JSON type: type → alternatives (each of that type).
+
+        Keeping the alternatives apart by type makes the conjunction of complements (from
+        ``not: {anyOf: …}``) a product within each type only, instead of across all of them.
+        """
+        if n is True:
+            return {}
+        if n is False:
+            return {t: [{'type': t}] for t in ALL_TYPES}
+        if depth > MAX_MERGE_DEPTH:
+            raise UnsupportedSchema(f"#{ptr}: not/$ref chain too deep")
+        for k in n:
+            if k not in STRUCTURAL or (k in NEGATABLE and k != '__extras') or k in ('properties', 'items'):
+                continue  # `properties`/`items` are complemented below; their siblings are checked here
+            if not self._vacuous(k, n[k]):
+                what = 'additionalProperties/patternProperties' if k == '__extras' else repr(k)
+                raise _NotRegular(self.ptrs.get(id(n), ptr), f"keyword {what}")
+        if 'anyOf' in n:
+            rest = {k: v for k, v in n.items() if k != 'anyOf'}
+            out = self._negate(rest, ptr, depth + 1)
+            both: dict[str, list[Any]] | None = None
+            for i, b in enumerate(n['anyOf']):
+                nb = self._negate(self.normalize(b, _ptr_join(ptr, 'anyOf', i), depth + 1), ptr, depth + 1)
+                if both is None:
+                    both = nb
+                    continue
+                inter: dict[str, list[Any]] = {}
+                for t in ALL_TYPES:
+                    xs, ys = both.get(t, []), nb.get(t, [])
+                    if len(xs) * len(ys) > MAX_DISTRIBUTION:
+                        raise GrammarTooComplex(f"#{ptr}: not over anyOf: more than {MAX_DISTRIBUTION} combinations")
+                    merged = [self.merge(x, y, ptr) for x in xs for y in ys]
+                    merged = [m for m in merged if m is not False]
+                    if merged:
+                        inter[t] = merged
+                both = inter
+            for t, alts in (both or {}).items():
+                out[t] = out.get(t, []) + alts
+            return out
+        tlist = n.get('type')
+        allowed = set(ALL_TYPES) | {'integer'} if tlist is None else set(tlist if isinstance(tlist, list) else [tlist])
+        enum = n.get('enum')
+        out: dict[str, list[Any]] = {}
+        for t in ALL_TYPES:
+            if t == 'number':
+                alts = self._negate_numbers(n, allowed, enum)
+                if alts:
+                    out[t] = alts
+                continue
+            if t not in allowed:
+                out[t] = [{'type': t}]
+                continue
+            alts = []
+            vals = None if enum is None else [v for v in enum if _type_ok(v, [t])]
+            if t == 'null':
+                if vals is not None and not vals:
+                    alts.append({'type': 'null'})
+            elif t == 'boolean':
+                if vals is not None:
+                    rest = [x for x in (True, False) if not any(v is x for v in vals)]
+                    if rest:
+                        alts.append({'type': 'boolean', 'enum': rest})
+            elif t == 'string':
+                c = {k: n[k] for k in STRING_KEYS if k in n and k != '__notstr'}
+                if vals is not None:
+                    c['enum'] = vals
+                if c:
+                    alts.append({'type': 'string', '__notstr': [dict(c, type='string')]})
+                alts += [dict(x, type='string') for x in n.get('__notstr', ())]
+            elif t == 'object':
+                if vals:
+                    raise _NotRegular(ptr, "an enum/const of objects")
+                if vals is not None:
+                    alts.append({'type': 'object'})
+                else:
+                    alts += self._negate_object(n, ptr, depth)
+            elif t == 'array':
+                if vals:
+                    raise _NotRegular(ptr, "an enum/const of arrays")
+                if vals is not None:
+                    alts.append({'type': 'array'})
+                else:
+                    alts += self._negate_array(n, ptr, depth)
+            if alts:
+                out[t] = alts
+        return out
+
+    def _negate_object(self, n: dict, ptr: str, depth: int) -> list[Any]:
+        """Objects failing `n`: a required key missing, a count out of range, or a declared key's value
+        failing its schema."""
+        alts: list[Any] = []
+        for r in n.get('required', ()):
+            alts.append({'type': 'object', 'properties': {r: False}})
+        if n.get('minProperties', 0) > 0:
+            alts.append({'type': 'object', 'maxProperties': n['minProperties'] - 1})
+        if 'maxProperties' in n:
+            alts.append({'type': 'object', 'minProperties': n['maxProperties'] + 1})
+        for k, sub in (n.get('properties') or {}).items():
+            neg = self._negate(self.normalize(sub, _ptr_join(ptr, 'properties', k), depth + 1), ptr, depth + 1)
+            for a in (a for t in ALL_TYPES for a in neg.get(t, ())):
+                alts.append({'type': 'object', 'required': [k], 'properties': {k: a}})
+        return alts
+
+    def _negate_array(self, n: dict, ptr: str, depth: int) -> list[Any]:
+        """Arrays failing `n`: a length out of range or some item failing `items`."""
+        alts: list[Any] = []
+        if n.get('minItems', 0) > 0:
+            alts.append({'type': 'array', 'maxItems': n['minItems'] - 1})
+        if 'maxItems' in n:
+            alts.append({'type': 'array', 'minItems': n['maxItems'] + 1})
+        if 'items' in n and n['items'] is not True:
+            neg = self._union_of(self._negate(self.normalize(n['items'], _ptr_join(ptr, 'items'), depth + 1),
+                                              ptr, depth + 1))
+            if neg is not False:
+                alts.append({'type': 'array', '__contains': [[neg, 1, None, _ptr_join(ptr, 'items')]]})
+        return alts
+
+    def _negate_numbers(self, n: dict, allowed: set, enum: list | None) -> list[Any]:
+        """Numbers outside `n`: its number constraints (and integer-ness) complemented."""
+        if 'number' not in allowed and 'integer' not in allowed:
+            return [{'type': 'number'}]
+        integer = 'number' not in allowed
+        c = {k: n[k] for k in NUMBER_KEYS if k in n and k != '__notnum'}
+        vals = None if enum is None else [v for v in enum if _type_ok(v, ['integer' if integer else 'number'])]
+        if vals is not None:
+            c['enum'] = vals
+        out: list[Any] = []
+        if c or integer:
+            out.append({'type': 'number', '__notnum': [dict(c, __integer=integer)]})
+        for x in n.get('__notnum', ()):  # double negation: the negated constraints themselves
+            y = {k: v for k, v in x.items() if k != '__integer'}
+            out.append(dict(y, type='integer' if x['__integer'] else 'number'))
+        return out
+
+    @staticmethod
+    def _vacuous(k: str, v: Any) -> bool:
+        """A keyword that constrains nothing (e.g. `properties: {}` or `items: true`)."""
+        if k in ('properties', 'prefixItems') and not v:
+            return True
+        if k == 'items' and v is True:
+            return True
+        if k == '__extras' and all(not pp and addl in (None, True) for pp, addl in v):
+            return True
+        return False
 
     # ------------------------------------------------------------------ lowering
 
@@ -426,19 +787,29 @@ class Lowerer:
                 name = self.memo[('deep',)] = self.g.new_rule('too_deep')
             return name
         if schema is True or (isinstance(schema, dict) and not (set(schema) & STRUCTURAL)):
+            if isinstance(schema, dict):
+                self.check_keywords(schema, ptr)
             return self.any_value(depth)
-        key = ('id', id(schema), depth)
+        # document nodes are memoized by identity; schemas built by merging, by content
+        key = ('id', id(schema), depth) if self.refs.in_document(schema) or isinstance(schema, bool) \
+            else ('canon', _canon(schema), depth)
         name = self.memo.get(key)
         if name is not None:
             return name
         if not isinstance(schema, (dict, bool)):
-            self.problem(ptr, f"schema must be an object or boolean, got {type(schema).__name__}")
+            self.invalid(ptr, f"schema must be an object or boolean, got {type(schema).__name__}")
             return self.any_value(depth)
         self.keep.append(schema)
         name = self.memo[key] = self.g.new_rule(_hint(ptr))
         if schema is False:
             return name
-        alts = self.lower_body(schema, ptr, depth)
+        self._nesting += 1
+        if self._nesting > MAX_NESTING:
+            raise GrammarTooComplex(f"#{_shorten(ptr)}: schema nested more than {MAX_NESTING} levels deep")
+        try:
+            alts = self.lower_body(schema, ptr, depth)
+        finally:
+            self._nesting -= 1
         self.g.set_alts(name, alts)
         return name
 
@@ -446,7 +817,7 @@ class Lowerer:
         # A bare $ref: just point at the target's rule (keeps recursion finite).
         if set(schema) - ANNOTATIONS == {'$ref'} and isinstance(schema['$ref'], str):
             self.check_keywords(schema, ptr)
-            r = self.resolve_ref(schema['$ref'], _ptr_join(ptr, '$ref'))
+            r = self.resolve_ref(schema['$ref'], schema, _ptr_join(ptr, '$ref'))
             if r is None:
                 return [[self.any_value(depth)]]
             return [[self.lower(r[0], r[1], depth)]]
@@ -460,14 +831,13 @@ class Lowerer:
             return [[self.any_value(depth)]]
         if 'anyOf' in s:
             branches = s['anyOf']
-            if not isinstance(branches, list):
-                self.problem(_ptr_join(ptr, 'anyOf'), "anyOf must be a list")
-                return [[self.any_value(depth)]]
             rest = {k: v for k, v in s.items() if k != 'anyOf'}
             bare = not (set(rest) & STRUCTURAL)
             alts = []
             for i, b in enumerate(branches):
-                bptr = _ptr_join(ptr, 'anyOf', i)
+                # a branch of the document is named by its own pointer; built ones (not, if, dependencies)
+                # by the schema they came from
+                bptr = self.refs.pointer_of(b, ptr)
                 if bare:
                     alts.append([self.lower(b, bptr, depth)])
                 else:
@@ -488,21 +858,24 @@ class Lowerer:
             self.g.set_alts(name, self.lower_normalized(s, ptr, depth))
         return name
 
-    def lower_typed(self, s: dict, ptr: str, depth: int) -> list[list[str]]:
+    def type_set(self, s: dict, ptr: str) -> list[str]:
         types = s.get('type')
         if types is None:
-            tset = list(ALL_TYPES)
-        else:
-            tlist = types if isinstance(types, list) else [types]
-            tset = []
-            for t in tlist:
-                if t not in ALL_TYPES + ('integer',):
-                    self.problem(_ptr_join(ptr, 'type'), f"unknown type {t!r}")
-                    continue
-                if t not in tset:
-                    tset.append(t)
-            if 'number' in tset and 'integer' in tset:
-                tset.remove('integer')
+            return list(ALL_TYPES)
+        tlist = types if isinstance(types, list) else [types]
+        tset = []
+        for t in tlist:
+            if t not in ALL_TYPES + ('integer',):
+                self.problem(_ptr_join(ptr, 'type'), f"unknown type {t!r}")
+                continue
+            if t not in tset:
+                tset.append(t)
+        if 'number' in tset and 'integer' in tset:
+            tset.remove('integer')
+        return tset
+
+    def lower_typed(self, s: dict, ptr: str, depth: int) -> list[list[str]]:
+        tset = self.type_set(s, ptr)
         if 'enum' in s:
             return self.lower_enum(s, tset, ptr, depth)
         alts: list[list[str]] = []
@@ -513,13 +886,13 @@ class Lowerer:
                 alts.append([self.punct('true')])
                 alts.append([self.punct('false')])
             elif t == 'string':
-                term = self.string_terminal(s, ptr)
-                if term is not None:
-                    alts.append([term])
+                regex = self.string_regex(s, ptr)
+                if regex is not None:
+                    alts.append([self.g.terminal(regex, 'STR')])
             elif t in ('number', 'integer'):
-                term = self.number_terminal(s, ptr, t == 'integer')
-                if term is not None:
-                    alts.append([term])
+                regex = self.number_regex(s, ptr, t == 'integer')
+                if regex is not None:
+                    alts.append([self.g.terminal(regex, 'NUM')])
             elif t == 'object':
                 alts += self.object_alts(s, ptr, depth)
             elif t == 'array':
@@ -559,9 +932,6 @@ class Lowerer:
 
     def lower_enum(self, s: dict, tset: list[str], ptr: str, depth: int) -> list[list[str]]:
         values = s['enum']
-        if not isinstance(values, list):
-            self.problem(_ptr_join(ptr, 'enum'), "enum must be a list")
-            return []
         if len(values) > MAX_ENUM_VALUES:
             raise GrammarTooComplex(f"#{ptr}: enum with {len(values)} values (limit {MAX_ENUM_VALUES})")
         strings: list[str] = []
@@ -593,6 +963,8 @@ class Lowerer:
         if isinstance(v, str):
             return [self.g.terminal('\\x22' + cs.encode_string_literal(v) + '\\x22', 'LIT')]
         if isinstance(v, (int, float)):
+            if isinstance(v, float) and not math.isfinite(v):
+                raise UnsupportedSchema(f"enum/const value {v!r} is not a JSON number")
             return [self.g.terminal(_number_literal_regex(v), 'NUMLIT')]
         d1 = self.child_depth(depth)
         if isinstance(v, list):
@@ -617,7 +989,8 @@ class Lowerer:
 
     # ------------------------------------------------------------------ strings
 
-    def string_terminal(self, s: dict, ptr: str) -> str | None:
+    def string_regex(self, s: dict, ptr: str) -> str | None:
+        """Regex (quotes included) of the strings meeting `s`'s string keywords; None if there are none."""
         contents: list[str] = []
         for f in s.get('__formats', []):
             pat = formats.format_pattern(f) if isinstance(f, str) else None
@@ -626,42 +999,89 @@ class Lowerer:
                 continue
             contents.append(ecma_regex.content_regex(pat))
         for p in s.get('__patterns', []):
-            if not isinstance(p, str):
-                self.problem(_ptr_join(ptr, 'pattern'), "pattern must be a string")
-                continue
             try:
                 contents.append(ecma_regex.content_regex(p))
             except ecma_regex.PatternUnsupported as e:
                 self.problem(_ptr_join(ptr, 'pattern'), f"pattern not supported: {e}")
         lo = s.get('minLength', 0)
         hi = s.get('maxLength')
-        if not isinstance(lo, int) or (hi is not None and not isinstance(hi, int)):
-            lo, hi = _int_or(lo, 0), (None if hi is None else _int_or(hi, None))
         if hi is not None and hi < lo:
             return None
         if lo > 0 or hi is not None:
-            q = '{%d,%s}' % (lo, '' if hi is None else hi) if (lo, hi) != (0, None) else '*'
+            q = '{%d,%s}' % (lo, '' if hi is None else hi)
             if lo == hi:
                 q = '{%d}' % lo
             contents.append('(?:' + cs.ANY_CHAR + ')' + q)
         if not contents:
             contents.append('(?:' + cs.ANY_CHAR + ')*')
-        regex = '\\x22' + ''.join('(?=' + c + '\\x22)' for c in contents[:-1]) + contents[-1] + '\\x22'
-        return self.g.terminal(regex, 'STR')
+        negs = []
+        for c in s.get('__notstr', ()):
+            r = self.string_regex_of(c, ptr)
+            if r is not None:
+                negs.append('(?!' + r + ')')
+        return ''.join(negs) + '\\x22' + ''.join('(?=' + c + '\\x22)' for c in contents[:-1]) + contents[-1] + '\\x22'
+
+    def string_regex_of(self, n: Any, ptr: str) -> str | None:
+        """Regex (quotes included) of exactly the strings a normalized schema accepts; None if none."""
+        if n is True:
+            return '\\x22(?:' + cs.ANY_CHAR + ')*\\x22'
+        if n is False:
+            return None
+        if 'anyOf' in n:
+            rest = {k: v for k, v in n.items() if k != 'anyOf'}
+            alts = [self.string_regex_of(self.merge(rest, self.normalize(b, ptr), ptr), ptr) for b in n['anyOf']]
+            alts = [a for a in alts if a is not None]
+            return None if not alts else '(?:' + '|'.join(alts) + ')'
+        if 'string' not in self.type_set(n, ptr):
+            return None
+        base = self.string_regex(n, ptr)
+        if base is None:
+            return None
+        if 'enum' in n:
+            lits = [v for v in n['enum'] if isinstance(v, str)]
+            if not lits:
+                return None
+            body = '|'.join(cs.encode_string_literal(x) for x in sorted(set(lits), key=len, reverse=True))
+            base = '(?=\\x22(?:' + body + ')\\x22)' + base
+        return base
 
     # ------------------------------------------------------------------ numbers
 
-    def number_terminal(self, s: dict, ptr: str, integer: bool) -> str | None:
+    def number_regex(self, s: dict, ptr: str, integer: bool) -> str | None:
+        """Regex of the JSON numbers meeting `s`'s number keywords (and its `not`s); None if none."""
+        base = self._bounded_number_regex(s, ptr, integer)
+        if base is None or not s.get('__notnum'):
+            return base
+        if base == numbers.NUMBER:  # complements are exact over numbers written without exponent
+            base = '\\-?' + numbers.UNUMBER + numbers.GUARD
+        negs = []
+        for c in s['__notnum']:
+            r = self.number_regex_of(c, ptr)
+            if r is not None:
+                negs.append('(?!' + r + ')')
+        return ''.join(negs) + base
+
+    def number_regex_of(self, c: dict, ptr: str) -> str | None:
+        """All no-exponent spellings of the numbers a negated number constraint `c` accepts."""
+        integer = c.get('__integer', False)
+        parts = []
+        if 'enum' in c:
+            lits = [_number_literal_regex(v) for v in c['enum'] if _is_number(v)]
+            if not lits:
+                return None
+            parts.append('(?=(?:' + '|'.join(lits) + '))')
+        r = self._bounded_number_regex({k: v for k, v in c.items() if k not in ('enum', '__integer')}, ptr, integer,
+                                       integer_spellings=True)
+        if r is None:
+            return None
+        return ''.join(parts) + r
+
+    def _bounded_number_regex(self, s: dict, ptr: str, integer: bool, integer_spellings: bool = False) -> str | None:
         lo = s.get('minimum')
         hi = s.get('maximum')
         xlo = s.get('exclusiveMinimum')
         xhi = s.get('exclusiveMaximum')
         mult = s.get('multipleOf')
-        for k, v in (('minimum', lo), ('maximum', hi), ('exclusiveMinimum', xlo), ('exclusiveMaximum', xhi),
-                     ('multipleOf', mult)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-                self.problem(_ptr_join(ptr, k), f"{k} must be a number")
-                return self.g.terminal(numbers.NUMBER, 'NUMBER')
         # tightest lower/upper bound as (Decimal, strict)
         lower = _tighter([(lo, False), (xlo, True)], max)
         upper = _tighter([(hi, False), (xhi, True)], min)
@@ -671,13 +1091,15 @@ class Lowerer:
                 ihi = None if upper is None else _int_hi(*upper)
                 if mult is not None:
                     f = Fraction(str(mult))
-                    if f <= 0:
-                        self.problem(_ptr_join(ptr, 'multipleOf'), "multipleOf must be positive")
-                        return None
                     regex = numbers.int_multiple_regex(f.numerator, ilo, ihi, 1000)
                 else:
                     regex = numbers.int_range_regex(ilo, ihi)
-                return None if regex is None else self.g.terminal(regex, 'INT')
+                if regex is None:
+                    return None
+                if integer_spellings:
+                    # an integer is also written 5.0 / 5.00: every guard ends an integer part
+                    regex = regex.replace(numbers.GUARD, '(?:\\.0+)?' + numbers.GUARD)
+                return regex
             frac_digits = None
             if mult is not None:
                 frac_digits = numbers.decimal_places_of_power_of_ten(Decimal(str(mult)))
@@ -685,32 +1107,27 @@ class Lowerer:
                     self.problem(_ptr_join(ptr, 'multipleOf'), f"multipleOf {mult} on numbers is not supported")
                     mult = None
             if lower is None and upper is None and frac_digits is None:
-                return self.g.terminal(numbers.NUMBER, 'NUMBER')
-            regex = numbers.number_range_regex(
+                return numbers.NUMBER
+            return numbers.number_range_regex(
                 None if lower is None else lower[0], bool(lower and lower[1]),
                 None if upper is None else upper[0], bool(upper and upper[1]), frac_digits)
         except numbers.NumberTooComplex as e:
             if mult is not None and 'multipleOf' in str(e):
                 # not a budget question: the constraint is outside what we spell as a regex
                 self.problem(_ptr_join(ptr, 'multipleOf'), str(e))
-                return self.number_terminal({k: v for k, v in s.items() if k != 'multipleOf'}, ptr, integer)
+                return self._bounded_number_regex({k: v for k, v in s.items() if k != 'multipleOf'}, ptr, integer,
+                                                  integer_spellings)
             raise GrammarTooComplex(f"#{ptr}: {e}") from None
-        return None if regex is None else self.g.terminal(regex, 'NUM')
 
     # ------------------------------------------------------------------ objects
 
     def object_alts(self, s: dict, ptr: str, depth: int) -> list[list[str]]:
         d1 = self.child_depth(depth)
         props = s.get('properties') or {}
-        if not isinstance(props, dict):
-            self.problem(_ptr_join(ptr, 'properties'), "properties must be an object")
-            props = {}
+        layers = s.get('__extras', [])
         required = [r for r in s.get('required', []) if isinstance(r, str)]
-        addl = s.get('additionalProperties', True)
-        pattern_props = s.get('patternProperties') or {}
-        min_p = _int_or(s.get('minProperties', 0), 0)
+        min_p = s.get('minProperties', 0)
         max_p = s.get('maxProperties')
-        max_p = None if max_p is None else _int_or(max_p, None)
         if max_p is not None and max_p < min_p:
             return []
         names = list(props)
@@ -718,8 +1135,7 @@ class Lowerer:
         for r in required:
             if r not in schemas:
                 names.append(r)
-                sub = self._prop_schema({'patternProperties': pattern_props, 'additionalProperties': addl}, r)
-                schemas[r] = (sub, _ptr_join(ptr, 'required'))
+                schemas[r] = (self.extras_value(layers, r, ptr), _ptr_join(ptr, 'required'))
         req = set(required)
         # members of declared properties
         member: dict[str, list[str]] = {}
@@ -727,28 +1143,7 @@ class Lowerer:
             sub, sptr = schemas[k]
             key_term = self.g.terminal('\\x22' + cs.encode_string_literal(k) + '\\x22', 'KEY')
             member[k] = [key_term] + self.colon() + [self.lower(sub, sptr, d1)]
-        # members of other keys
-        extras: list[list[str]] = []
-        excl = ''
-        if names:
-            excl = '(?!(?:' + '|'.join(cs.encode_string_literal(k) for k in names) + ')\\x22)'
-        pat_regexes = []
-        for pat, sub in pattern_props.items():
-            try:
-                c = ecma_regex.content_regex(pat)
-            except ecma_regex.PatternUnsupported as e:
-                self.problem(_ptr_join(ptr, 'patternProperties', pat), f"pattern not supported: {e}")
-                continue
-            pat_regexes.append(c)
-            key_term = self.g.terminal('\\x22' + excl + c + '\\x22', 'PKEY')
-            extras.append([key_term] + self.colon() + [self.lower(sub, _ptr_join(ptr, 'patternProperties', pat), d1)])
-        if len(pat_regexes) > 1:
-            self.warn(_ptr_join(ptr, 'patternProperties'),
-                      "a key matching several patternProperties is checked against one of them only")
-        if addl is not False:
-            neg = ''.join('(?!' + c + '\\x22)' for c in pat_regexes)
-            key_term = self.g.terminal('\\x22' + excl + neg + '(?:' + cs.ANY_CHAR + ')*\\x22', 'AKEY')
-            extras.append([key_term] + self.colon() + [self.lower(addl, _ptr_join(ptr, 'additionalProperties'), d1)])
+        extras = self._extra_members(layers, names, ptr, d1)
         empty_ok = not req and min_p == 0
         if self.opts.property_order == 'any':
             if len(names) > MAX_ANY_ORDER_PROPERTIES:
@@ -763,6 +1158,61 @@ class Lowerer:
         if empty_ok:
             alts.append(self.empty_container('{', '}'))
         return alts
+
+    def _extra_members(self, layers: list, names: list[str], ptr: str, d1: int) -> list[list[str]]:
+        """Members for undeclared keys, one per region of the key space the patterns cut out.
+
+        A key meets, in every layer, all the patternProperties schemas whose pattern it matches, or
+        the layer's additionalProperties when it matches none. Patterns with the same schema form one
+        class; each subset of classes (the key matches a pattern of each class in it and of no other)
+        is one region with one value schema, spelled with lookaheads on the key.
+        """
+        excl = ''
+        if names:
+            excl = '(?!(?:' + '|'.join(cs.encode_string_literal(k) for k in names) + ')\\x22)'
+        key_looks = ''.join('(?=' + pp['\x00keyregex'] + ')' for pp, _ in layers if '\x00keyregex' in pp)
+        classes: list[tuple[int, Any, list[str], str, list[str]]] = []
+        for li, (pp, _addl) in enumerate(layers):
+            groups: dict[str, list] = {}
+            for pat, sub in pp.items():
+                if pat == '\x00keyregex':
+                    continue
+                pptr = _ptr_join(ptr, 'patternProperties', pat)
+                try:
+                    c = ecma_regex.content_regex(pat)
+                except ecma_regex.PatternUnsupported as e:
+                    self.problem(pptr, f"pattern not supported: {e}")
+                    continue
+                g = groups.setdefault(_canon(_structural(sub)), [sub, [], pptr, []])
+                g[1].append(c)
+                g[3].append(pat)
+            classes += [(li, sub, regs, pptr, pats) for sub, regs, pptr, pats in groups.values()]
+        n = len(classes)
+        overlap = [[i == j or not all(ecma_regex.provably_disjoint(p, q) for p in classes[i][4] for q in classes[j][4])
+                    for j in range(n)] for i in range(n)]
+        regions = _cliques(overlap, MAX_REGIONS)
+        if regions is None:
+            raise GrammarTooComplex(f"#{_ptr_join(ptr, 'patternProperties')}: {n} patterns with different schemas "
+                                    f"that may overlap: more than {MAX_REGIONS} combinations a key could match")
+        any_char = '(?:' + cs.ANY_CHAR + ')*'
+        out = []
+        for region in regions:
+            parts: list[Any] = []
+            for li, (_pp, addl) in enumerate(layers):
+                mine = [classes[i][1] for i in region if classes[i][0] == li]
+                parts += mine if mine else [True if addl is None else addl]
+            value = _and_all(parts)
+            if value is False:
+                continue
+            pos = [_alt_regex(classes[i][2]) for i in region]
+            # exclude the other classes a key of this region could still match
+            others = [i for i in range(n) if i not in region and all(overlap[i][j] for j in region)]
+            neg = ''.join('(?!' + _alt_regex(classes[i][2]) + '\\x22)' for i in others)
+            body = (''.join('(?=' + p + '\\x22)' for p in pos[:-1]) + neg + pos[-1]) if pos else neg + any_char
+            key_term = self.g.terminal(key_looks + '\\x22' + excl + body + '\\x22', 'PKEY' if pos else 'AKEY')
+            vptr = classes[region[0]][3] if region else _ptr_join(ptr, 'additionalProperties')
+            out.append([key_term] + self.colon() + [self.lower(value, vptr, d1)])
+        return out
 
     def _count_cap(self, min_p: int, max_p: int | None) -> int:
         return max_p + 1 if max_p is not None else min_p
@@ -802,7 +1252,6 @@ class Lowerer:
         return state(0, 0, True)
 
     def _any_order(self, names, req, member, extras, min_p, max_p, depth) -> str | None:
-        n = len(names)
         cap = self._count_cap(min_p, max_p)
         req_mask = sum(1 << i for i, k in enumerate(names) if k in req)
         rules: dict[tuple, str] = {}
@@ -838,63 +1287,276 @@ class Lowerer:
     def array_alts(self, s: dict, ptr: str, depth: int) -> list[list[str]]:
         d1 = self.child_depth(depth)
         prefix = s.get('prefixItems') or []
-        if not isinstance(prefix, list):
-            self.problem(_ptr_join(ptr, 'prefixItems'), "prefixItems must be a list")
-            prefix = []
         rest = s.get('items', True)
-        m = _int_or(s.get('minItems', 0), 0)
+        m = s.get('minItems', 0)
         M = s.get('maxItems')
-        M = None if M is None else _int_or(M, None)
         if M is not None and M < m:
             return []
-        elem_cache: dict[int, str | None] = {}
+        if s.get('__unique'):
+            return self._unique_array_alts(s, prefix, rest, m, M, ptr, depth)
+        contains = s.get('__contains', [])
+        cons = [c for c in contains if not (c[1] == 0 and c[2] is None)]
+        if len(cons) > 1:
+            self.problem(cons[1][3], "several contains on one array (after allOf) are not supported")
+        con = cons[0] if cons else None
+        c_lo = con[1] if con else 0
+        c_hi = con[2] if con else None
+        if con is not None and c_hi is not None and c_hi < c_lo:
+            return []
+        neg_c = None if con is None or c_hi is None else self.negate(con[0], con[3])
+        c_cap = (c_hi if c_hi is not None else c_lo)
+        loop_from = max(len(prefix), m)
+        if loop_from > MAX_ITEM_CHAIN or (M is not None and M - loop_from > MAX_ITEM_CHAIN):
+            raise GrammarTooComplex(f"#{ptr}: minItems/maxItems need a chain of more than {MAX_ITEM_CHAIN} items")
+        if (loop_from + 2) * (c_cap + 1) > MAX_COUNT_STATES:
+            raise GrammarTooComplex(f"#{ptr}: items × contains-count states over budget")
+        elem_cache: dict[tuple, str | None] = {}
 
-        def elem(j: int) -> str | None:
-            key = j if j < len(prefix) else -1
+        def elem(j: int, kind: str) -> str | None:
+            pos = j if j < len(prefix) else -1
+            key = (pos, kind)
             if key not in elem_cache:
-                if key >= 0:
-                    elem_cache[key] = self.lower(prefix[j], _ptr_join(ptr, 'prefixItems', j), d1)
-                else:
-                    elem_cache[key] = None if rest is False else self.lower(rest, _ptr_join(ptr, 'items'), d1)
+                base = prefix[j] if pos >= 0 else rest
+                bptr = _ptr_join(ptr, 'prefixItems', j) if pos >= 0 else _ptr_join(ptr, 'items')
+                if kind == 'in':
+                    base, bptr = _and(base, con[0]), con[3]
+                elif kind == 'out':
+                    base = _and(base, neg_c)
+                elem_cache[key] = None if base is False else self.lower(base, bptr, d1)
             return elem_cache[key]
 
-        loop_from = max(len(prefix), m)
-        if M is not None and M - loop_from > MAX_ITEM_CHAIN:
-            raise GrammarTooComplex(f"#{ptr}: maxItems {M} needs a chain longer than {MAX_ITEM_CHAIN}")
-        comma = self.comma(depth)
-        rules: dict[int, str] = {}
+        def choices(j: int, c: int) -> list[tuple[str, int]]:
+            """(element rule, count after it) for the element at position j."""
+            if con is None:
+                e = elem(j, 'any')
+                return [] if e is None else [(e, c)]
+            out = []
+            if c_hi is None or c + 1 <= c_hi:
+                e = elem(j, 'in')
+                if e is not None:
+                    out.append((e, min(c + 1, c_cap)))
+            e = elem(j, 'any' if c_hi is None else 'out')
+            if e is not None:
+                out.append((e, c))
+            return out
 
-        def after(j: int) -> str:
-            """Continuation after j >= 1 elements."""
+        comma = self.comma(depth)
+        rules: dict[tuple, str] = {}
+
+        def after(j: int, c: int) -> str:
+            """Continuation after j >= 1 elements, c of them counted by contains."""
             if M is None and j > loop_from:
                 j = loop_from if loop_from >= 1 else 1
-            if j in rules:
-                return rules[j]
-            name = rules[j] = self.g.new_rule('items')
+            if (j, c) in rules:
+                return rules[(j, c)]
+            name = rules[(j, c)] = self.g.new_rule('items')
             alts = []
-            if j >= m:
+            if j >= m and c >= c_lo:
                 alts.append([])
             if M is None or j < M:
-                e = elem(j)
-                if e is not None:
-                    nxt = j + 1
-                    if M is None and nxt > max(loop_from, 1):
-                        nxt = max(loop_from, 1)
-                    alts.append(comma + [e, after(nxt)])
+                nxt = j + 1
+                if M is None and nxt > max(loop_from, 1):
+                    nxt = max(loop_from, 1)
+                for e, c2 in choices(j, c):
+                    alts.append(comma + [e, after(nxt, c2)])
             self.g.set_alts(name, alts)
             return name
 
         alts = []
         if M is None or M >= 1:
-            e0 = elem(0)
-            if e0 is not None:
-                alts.append([self.punct('[')] + self.open_gap(depth) + [e0, after(1)] + self.close_gap(depth) + [self.punct(']')])
+            for e0, c1 in choices(0, 0):
+                alts.append([self.punct('[')] + self.open_gap(depth) + [e0, after(1, c1)] + self.close_gap(depth)
+                            + [self.punct(']')])
+        if m == 0 and c_lo == 0:
+            alts.append(self.empty_container('[', ']'))
+        return alts
+
+    def _unique_array_alts(self, s: dict, prefix: list, rest: Any, m: int, M: int | None,
+                           ptr: str, depth: int) -> list[list[str]]:
+        """uniqueItems over a finite item language: the set of values used so far is the state."""
+        uptr = _ptr_join(ptr, 'uniqueItems')
+        n = self.normalize(rest, _ptr_join(ptr, 'items'))
+        values = None
+        if prefix or s.get('__contains'):
+            self.problem(uptr, "uniqueItems with prefixItems/contains is not supported")
+        elif isinstance(n, dict) and 'enum' in n and 'anyOf' not in n:
+            tset = self.type_set(n, ptr)
+            values = [v for v in n['enum'] if _type_ok(v, tset) and not isinstance(v, (dict, list))]
+        elif isinstance(n, dict) and 'anyOf' not in n and set(self.type_set(n, ptr)) <= {'null', 'boolean'}:
+            values = [v for v, t in ((None, 'null'), (True, 'boolean'), (False, 'boolean')) if t in self.type_set(n, ptr)]
+        else:
+            self.problem(uptr, "uniqueItems is supported for items with finitely many values "
+                         f"(booleans, null, enums of at most {MAX_UNIQUE_VALUES} scalars)")
+        if values is None:
+            return self.array_alts({k: v for k, v in s.items() if k != '__unique'}, ptr, depth)
+        distinct: dict[Any, Any] = {}
+        for v in values:
+            distinct.setdefault(_value_key(v), v)
+        vals = list(distinct.values())
+        if len(vals) > MAX_UNIQUE_VALUES:
+            raise GrammarTooComplex(f"#{uptr}: uniqueItems over {len(vals)} values (limit {MAX_UNIQUE_VALUES})")
+        d1 = self.child_depth(depth)
+        lits = [self.literal(v, d1) for v in vals]
+        comma = self.comma(depth)
+        rules: dict[int, str] = {}
+
+        def after(used: int) -> str:
+            if used in rules:
+                return rules[used]
+            name = rules[used] = self.g.new_rule('uniq')
+            count = bin(used).count('1')
+            alts = [[]] if count >= m else []
+            if M is None or count < M:
+                for i, lit in enumerate(lits):
+                    if not used >> i & 1:
+                        alts.append(comma + lit + [after(used | 1 << i)])
+            self.g.set_alts(name, alts)
+            return name
+
+        alts = []
+        if M is None or M >= 1:
+            for i, lit in enumerate(lits):
+                alts.append([self.punct('[')] + self.open_gap(depth) + lit + [after(1 << i)] + self.close_gap(depth)
+                            + [self.punct(']')])
         if m == 0:
             alts.append(self.empty_container('[', ']'))
         return alts
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _malformed(k: str, v: Any) -> str | None:
+    """Why the value of keyword `k` is not what the specification allows (None when it is fine)."""
+    if k in COUNT_KEYWORDS:
+        return None if _is_count(v) else f"{k} must be a non-negative integer, got {v!r}"[:200]
+    if k in NUMBER_KEYWORDS:
+        if k in ('exclusiveMinimum', 'exclusiveMaximum') and isinstance(v, bool):
+            return None  # draft 4
+        if not _is_number(v):
+            return f"{k} must be a finite number, got {v!r}"[:200]
+        if k == 'multipleOf' and v <= 0:
+            return f"multipleOf must be greater than 0, got {v!r}"
+        return None
+    if k == 'type':
+        ok = isinstance(v, str) or (isinstance(v, list) and all(isinstance(t, str) for t in v))
+        return None if ok else "type must be a string or a list of strings"
+    if k == 'enum':
+        return None if isinstance(v, list) else "enum must be an array"
+    if k == 'required':
+        ok = isinstance(v, bool) or (isinstance(v, list) and all(isinstance(r, str) for r in v))
+        return None if ok else "required must be an array of strings"
+    if k in SCHEMA_MAP_KEYWORDS:
+        ok = isinstance(v, dict) and all(_is_schema(x) for x in v.values())
+        return None if ok else f"{k} must be an object whose values are schemas"
+    if k in SCHEMA_KEYWORDS:
+        return None if _is_schema(v) else f"{k} must be a schema (object or boolean)"
+    if k == 'items':
+        ok = _is_schema(v) or (isinstance(v, list) and all(_is_schema(x) for x in v))
+        return None if ok else "items must be a schema or an array of schemas"
+    if k in SCHEMA_LIST_KEYWORDS:
+        ok = isinstance(v, list) and all(_is_schema(x) for x in v) and (bool(v) or k == 'prefixItems')
+        return None if ok else f"{k} must be a non-empty array of schemas"
+    if k in ('pattern', 'format', '$ref'):
+        return None if isinstance(v, str) else f"{k} must be a string"
+    if k == 'dependentRequired':
+        ok = isinstance(v, dict) and all(isinstance(x, list) and all(isinstance(r, str) for r in x) for x in v.values())
+        return None if ok else "dependentRequired must map names to arrays of strings"
+    if k == 'dependencies':
+        ok = isinstance(v, dict) and all(_is_schema(x) or (isinstance(x, list) and all(isinstance(r, str) for r in x))
+                                         for x in v.values())
+        return None if ok else "dependencies must map names to schemas or arrays of strings"
+    if k in ('uniqueItems', 'nullable'):
+        return None if isinstance(v, bool) else f"{k} must be a boolean"
+    return None
+
+
+def _malformed_keywords(root: Any, limit: int = 50) -> list[str]:
+    """Every malformed keyword value in the document's schema positions, with its JSON pointer."""
+    out: list[str] = []
+    todo: list[tuple[Any, str]] = [(root, '')]
+    seen: set[int] = set()
+    while todo and len(out) < limit:
+        node, ptr = todo.pop()
+        if not isinstance(node, dict) or id(node) in seen:
+            if not isinstance(node, (dict, bool)):
+                out.append(f"#{_shorten(ptr)}: schema must be an object or boolean, got {type(node).__name__}")
+            continue
+        seen.add(id(node))
+        for k, v in node.items():
+            msg = _malformed(k, v)
+            if msg is not None:
+                out.append(f"#{_shorten(ptr_join(ptr, k))}: {msg}")
+                continue
+            p = ptr_join(ptr, k)
+            if k in SCHEMA_KEYWORDS or (k == 'items' and isinstance(v, dict)):
+                todo.append((v, p))
+            elif k in SCHEMA_MAP_KEYWORDS or k == 'dependencies':
+                todo += [(x, ptr_join(p, name)) for name, x in v.items() if not isinstance(x, list)]
+            elif k in SCHEMA_LIST_KEYWORDS or (k == 'items' and isinstance(v, list)):
+                todo += [(x, ptr_join(p, i)) for i, x in enumerate(v)]
+    return out
+
+
+def _structural(s: Any) -> Any:
+    """`s` without its top-level annotations and unknown keywords (which do not change its language)."""
+    if not isinstance(s, dict):
+        return s
+    return {k: v for k, v in s.items() if k in STRUCTURAL}
+
+
+def _cliques(overlap: list[list[bool]], limit: int) -> list[list[int]] | None:
+    """Every set of pairwise-overlapping classes (the empty set first); None past `limit` sets."""
+    n = len(overlap)
+    out: list[list[int]] = []
+
+    def grow(current: list[int], start: int) -> bool:
+        out.append(current)
+        if len(out) > limit:
+            return False
+        for i in range(start, n):
+            if all(overlap[i][j] for j in current) and not grow(current + [i], i + 1):
+                return False
+        return True
+
+    return out if grow([], 0) else None
+
+
+def _shorten(ptr: str, keep: int = 160) -> str:
+    return ptr if len(ptr) <= keep else ptr[:keep] + '…'
+
+
+def _alt_regex(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else '(?:' + '|'.join(parts) + ')'
+
+
+def _value_key(v: Any) -> tuple:
+    """Equality of JSON values as JSON Schema sees it (1 == 1.0, true != 1)."""
+    if v is None:
+        return ('null',)
+    if isinstance(v, bool):
+        return ('bool', v)
+    if isinstance(v, (int, float)):
+        return ('num', Fraction(v) if isinstance(v, int) or math.isfinite(v) else repr(v))
+    if isinstance(v, str):
+        return ('str', v)
+    return ('json', _canon(v))
+
+
+def _signature_types(n: dict) -> set[str] | None:
+    t = n.get('type')
+    if t is None:
+        types = None
+    else:
+        types = {('number' if x == 'integer' else x) for x in (t if isinstance(t, list) else [t])}
+    if 'enum' in n:
+        et = set()
+        for v in n['enum']:
+            et.add('null' if v is None else 'boolean' if isinstance(v, bool) else 'number'
+                   if isinstance(v, (int, float)) else 'string' if isinstance(v, str) else
+                   'array' if isinstance(v, list) else 'object')
+        types = et if types is None else types & et
+    return types
 
 
 def _hint(ptr: str) -> str:
@@ -905,16 +1567,6 @@ def _hint(ptr: str) -> str:
     return tail
 
 
-def _int_or(v: Any, default: Any) -> Any:
-    if isinstance(v, bool):
-        return default
-    if isinstance(v, int):
-        return v
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return default
-
-
 def _intersect_types(a: Any, b: Any) -> list[str]:
     la = set(a if isinstance(a, list) else [a])
     lb = set(b if isinstance(b, list) else [b])
@@ -922,10 +1574,6 @@ def _intersect_types(a: Any, b: Any) -> list[str]:
     if 'integer' in la and 'number' in lb or 'number' in la and 'integer' in lb:
         out.add('integer')
     return sorted(out)
-
-
-def _restricts_extras(s: Any) -> bool:
-    return isinstance(s, dict) and (s.get('additionalProperties', True) is not True or bool(s.get('patternProperties')))
 
 
 def _frac_to_num(f: Fraction) -> int | float:
@@ -997,6 +1645,8 @@ def lower(schema: Any, opts: Options) -> tuple[str, list[str]]:
         raise GrammarTooComplex("JSON Schema lowering: schema nesting too deep") from None
     finally:
         sys.setrecursionlimit(old_limit)
+    if low.ctx.invalid:
+        raise UnsupportedSchema("invalid JSON Schema:\n  " + "\n  ".join(low.ctx.invalid))
     if low.ctx.problems:
         raise UnsupportedSchema("unsupported JSON Schema features:\n  " + "\n  ".join(low.ctx.problems))
     low.g.rules['start'] = [[top]]

@@ -1,0 +1,126 @@
+"""`$ref` resolution for one schema document, through the `referencing` library.
+
+JSON Schema resolves a reference against the base URI of the *resource* that contains it: the
+nearest enclosing `$id` (draft 4: `id`), not the document root. Anchors (`$anchor`, draft-4/6/7
+`"$id": "#name"`) belong to their resource too, so ``"#bigint"`` inside an embedded resource means
+that resource's anchor. `referencing` (the resolver behind the `jsonschema` package) implements
+these rules per dialect; this module registers the document and every embedded resource with it and
+keeps, for every schema node, its base URI and its JSON pointer (for error messages), so that the
+lowering can resolve a `$ref` found at any node. Only references that leave the document (remote
+URIs) stay unresolvable.
+
+Nodes are identified by ``id()``: references always sit in nodes of the original document, which
+stays alive for the whole lowering.
+"""
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any
+
+import referencing
+import referencing.exceptions
+import referencing.jsonschema
+
+# Keywords whose values are data, not schemas: an `$id` or `$anchor` inside them means nothing.
+DATA_KEYWORDS = frozenset({'enum', 'const', 'default', 'examples', 'example'})
+ROOT_URI = 'urn:glrmask:root'
+
+
+class RefError(ValueError):
+    """A `$ref` that cannot be resolved inside the document; the message says why."""
+
+
+def ptr_join(ptr: str, *parts: object) -> str:
+    """Append reference tokens to a JSON pointer, escaping ``~`` and ``/``."""
+    for p in parts:
+        ptr += '/' + str(p).replace('~', '~0').replace('/', '~1')
+    return ptr
+
+
+class SchemaRefs:
+    """The document's resources and the resolver every `$ref` goes through."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        dialect = root.get('$schema') if isinstance(root, dict) else None
+        first = referencing.jsonschema.specification_with(
+            dialect if isinstance(dialect, str) else '', default=referencing.jsonschema.DRAFT202012)
+        # Documents without `$schema` often mix drafts (draft-4 tuple `items`); a later draft's
+        # walker then meets a value of the wrong kind, and the next older one is tried.
+        candidates = [first] + [s for s in (referencing.jsonschema.DRAFT7, referencing.jsonschema.DRAFT4)
+                                if s is not first]
+        error: Exception | None = None
+        for spec in candidates:
+            try:
+                self._register(root, spec)
+                break
+            except (referencing.exceptions.Unresolvable, TypeError, ValueError, AttributeError) as e:
+                error = e
+        else:
+            raise RefError(f"the schema's resources cannot be registered: {error}")
+        self._ptr: dict[int, str] = {}
+        self._walk_pointers(root)
+
+    def _register(self, root: Any, spec: Any) -> None:
+        self.spec = spec
+        resource = spec.create_resource(root)
+        root_id = spec.id_of(root) if isinstance(root, dict) else None
+        uri = urllib.parse.urljoin(ROOT_URI, root_id) if isinstance(root_id, str) else ROOT_URI
+        self.root_uri = uri.split('#', 1)[0] or ROOT_URI
+        self.registry = referencing.Registry().with_resource(self.root_uri, resource).crawl()
+        self._base: dict[int, str] = {}
+        self._walk_resources(resource, self.root_uri)
+
+    def _walk_resources(self, resource: referencing.Resource, base: str) -> None:
+        todo = [(resource, base)]
+        while todo:
+            res, b = todo.pop()
+            own = res.id()
+            if isinstance(own, str):
+                b = urllib.parse.urljoin(b, own).split('#', 1)[0] or b
+            if isinstance(res.contents, (dict, list)):
+                self._base.setdefault(id(res.contents), b)
+            for sub in res.subresources():
+                todo.append((sub, b))
+
+    def _walk_pointers(self, root: Any) -> None:
+        """Pointers of every node; nodes `referencing` does not visit inherit their parent's base."""
+        todo: list[tuple[Any, str, str]] = [(root, '', self.root_uri)] if isinstance(root, (dict, list)) else []
+        while todo:
+            node, ptr, base = todo.pop()
+            if id(node) in self._ptr:
+                continue
+            self._ptr[id(node)] = ptr
+            base = self._base.setdefault(id(node), base)
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            for k, v in items:
+                if isinstance(v, (dict, list)) and not (isinstance(node, dict) and k in DATA_KEYWORDS):
+                    todo.append((v, ptr_join(ptr, k), base))
+
+    def in_document(self, node: Any) -> bool:
+        """Is `node` part of the schema document (rather than built by the lowering)?"""
+        return id(node) in self._ptr
+
+    def pointer_of(self, node: Any, default: str) -> str:
+        """The JSON pointer of a document node (`default` for nodes built by the lowering)."""
+        return self._ptr.get(id(node), default)
+
+    def base_of(self, node: Any) -> str:
+        """Base URI a `$ref` inside `node` resolves against (the nearest enclosing `$id`)."""
+        return self._base.get(id(node), self.root_uri)
+
+    def resolve(self, ref: str, at: Any) -> tuple[Any, str]:
+        """``(target schema, its JSON pointer)`` for the `$ref` value `ref` found in node `at`."""
+        resolver = self.registry.resolver(base_uri=self.base_of(at))
+        try:
+            resolved = resolver.lookup(ref)
+        except referencing.exceptions.NoSuchAnchor:
+            raise RefError(f"$ref anchor {ref!r} not found in its resource") from None
+        except referencing.exceptions.PointerToNowhere:
+            raise RefError(f"$ref {ref!r} does not resolve") from None
+        except referencing.exceptions.Unresolvable:
+            raise RefError(f"remote $ref {ref!r} is not supported (only refs into the same document)") from None
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
+            raise RefError(f"$ref {ref!r} does not resolve: {e}") from None
+        target = resolved.contents
+        return target, self._ptr.get(id(target), urllib.parse.unquote(ref.split('#', 1)[-1]))

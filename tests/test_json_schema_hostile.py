@@ -1,0 +1,97 @@
+"""Hostile and malformed JSON Schemas end in a clear glrmask error naming the JSON pointer (issue 16),
+never in a Python exception from deep inside the lowering."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from glrmask.errors import GlrmaskError, GrammarTooComplex, UnsupportedSchema
+from glrmask.json_schema import lower_json_schema
+
+
+def refused(schema, error=UnsupportedSchema, pointer=None, **kw):
+    with pytest.raises(error) as e:
+        lower_json_schema(schema, **kw)
+    assert isinstance(e.value, GlrmaskError)
+    if pointer is not None:
+        assert pointer in str(e.value), str(e.value)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("bound", [2 ** 40, 1e308])
+def test_huge_max_length_is_a_budget_error_not_overflow(bound):
+    refused({"type": "string", "maxLength": bound}, GrammarTooComplex, "#/maxLength")
+
+
+def test_infinite_maximum_is_refused():
+    refused({"maximum": math.inf}, pointer="#/maximum")
+
+
+def test_nan_minimum_is_refused():
+    refused({"minimum": math.nan}, pointer="#/minimum")
+
+
+def test_null_enum_beside_const_is_refused():
+    refused({"const": 1, "enum": None}, pointer="#/enum")
+
+
+def test_properties_given_as_a_list_is_refused():
+    refused({"items": {"additionalProperties": {}, "oneOf": [{"properties": [{}]}]}},
+            pointer="#/items/oneOf/0/properties")
+
+
+def test_non_integer_min_items_under_all_of_is_refused():
+    msg = refused({"allOf": [{"minItems": []}], "minItems": {}})
+    assert "#/minItems" in msg and "#/allOf/0/minItems" in msg
+
+
+def test_malformed_applicators_are_refused_even_when_lenient():
+    msg = refused({"anyOf": 0, "oneOf": {}}, lenient=True)
+    assert "#/anyOf" in msg and "#/oneOf" in msg
+
+
+@pytest.mark.parametrize("value", [2.5, "10", -1, True])
+def test_max_length_must_be_a_non_negative_integer(value):
+    refused({"type": "string", "maxLength": value}, pointer="#/maxLength")
+
+
+def test_integral_float_counts_are_accepted():
+    text, _ = lower_json_schema({"type": "string", "maxLength": 3.0})
+    assert "start" in text
+
+
+def test_deeply_nested_schema_text_is_refused_not_recursion_error():
+    deep = '{"items":' * 2000 + '{}' + '}' * 2000
+    refused(deep)
+
+
+def test_deeply_nested_schema_dict_is_a_budget_error():
+    root: dict = {}
+    cur = root
+    for _ in range(2000):
+        cur["items"] = {}
+        cur = cur["items"]
+    refused(root, GrammarTooComplex, "nested more than")
+
+
+def test_huge_min_items_is_a_budget_error_before_the_prune():
+    refused({"type": "array", "items": {"type": "integer"}, "minItems": 10000}, GrammarTooComplex, "#")
+
+
+def test_long_but_legal_min_items_lowers():
+    text, _ = lower_json_schema({"type": "array", "items": {"type": "integer"}, "minItems": 900})
+    assert text.count("items") > 900
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": 5}, {"required": "a"}, {"pattern": 3}, {"$ref": 1}, {"not": 1}, {"prefixItems": {}},
+    {"dependentRequired": {"a": "b"}}, {"multipleOf": 0}, {"uniqueItems": "yes"}, {"properties": {"a": 1}},
+])
+def test_wrong_kinds_of_keyword_values_are_refused(schema):
+    refused(schema, pointer="#/" + next(iter(schema)))
+
+
+def test_schema_that_is_not_a_schema_is_refused():
+    refused(json.dumps([1, 2]))
