@@ -8,7 +8,9 @@ caches it) and is read-only afterwards, so any number of requests and threads sh
 Layout: a trie with failure links. The root keeps a dense 256-entry transition table; every other
 state keeps its outgoing edges sorted by byte in one CSR array (binary search), which bounds memory
 by the number of phrase bytes whatever the alphabet. Following failure links makes a byte step
-amortised O(1).
+amortised O(1). When states × distinct phrase bytes fits a budget (8 MiB; 2,048 phrases of a few
+words take ~3 MiB), the automaton also keeps the complete transition table over byte classes, so a
+step is one table load.
 
 Per state the automaton knows
 * ``depth``: the length of the string the state stands for. After scanning some text, the current
@@ -19,9 +21,17 @@ Per state the automaton knows
 """
 from collections import deque
 
+cimport cython
+
 import numpy as np
 
-from libc.stdint cimport int32_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.string cimport memcpy
+
+# Largest dense transition table (states × byte classes, int32 entries: 8 MiB); larger phrase
+# lists keep only the trie + failure links.
+cdef enum:
+    DENSE_BUDGET = 1 << 21
 
 # Attributes and the C-level ``step`` are declared in ahocorasick.pxd.
 
@@ -70,10 +80,12 @@ cdef class PhraseAutomaton:
         fail = [0] * n
         out = [-1] * n
         queue = deque()
+        order = []
         for t in children[0].values():
             queue.append(t)
         while queue:
             s = queue.popleft()
+            order.append(s)
             o = out[fail[s]]
             out[s] = o if o >= 0 else terminal[s]
             for c, t in children[s].items():
@@ -112,9 +124,45 @@ cdef class PhraseAutomaton:
         self._out_id = np.asarray(out, dtype=np.int32)
         self._phrase_len = np.asarray([len(p) for p in phrases] or [0], dtype=np.int32)
         self.n_states = n
+        self._build_dense(np.asarray(order, dtype=np.int32), sorted({c for p in phrases for c in p}))
 
+    cdef _build_dense(self, const int32_t[::1] order, list used_bytes):
+        """4. The full transition table over byte classes, when it fits ``DENSE_BUDGET`` entries.
+
+        A byte that occurs in no phrase sends every state to the root, so bytes are grouped into
+        one class per phrase byte plus one for all the others. ``delta(s, c)`` is the trie edge if
+        there is one, else ``delta(fail(s), c)``; breadth-first order makes the failure target's
+        row final first. A step is then one load instead of a failure-link walk.
+        """
+        cdef int n_classes = len(used_bytes) + 1
+        self._n_classes = 0
+        if <int64_t>self.n_states * n_classes > DENSE_BUDGET:
+            return
+        byte_class = np.zeros(256, dtype=np.int32)
+        for k, c in enumerate(used_bytes):
+            byte_class[c] = k + 1
+        delta = np.zeros(self.n_states * n_classes, dtype=np.int32)
+        cdef int32_t[::1] d = delta
+        cdef int32_t[::1] bc = byte_class
+        cdef Py_ssize_t i, b, e, s, f
+        with nogil:
+            for b in range(256):
+                d[bc[b]] = self._root[b]
+            for i in range(order.shape[0]):
+                s = order[i]
+                f = self._fail[s]
+                memcpy(&d[s * n_classes], &d[f * n_classes], n_classes * sizeof(int32_t))
+                for e in range(self._edge_start[s], self._edge_start[s + 1]):
+                    d[s * n_classes + bc[self._edge_label[e]]] = self._edge_target[e]
+        self._delta = delta
+        self._byte_class = byte_class
+        self._n_classes = n_classes
+
+    @cython.initializedcheck(False)  # every constructed automaton has its arrays (n_states > 0)
     cdef int32_t step(self, int32_t s, uint8_t c) noexcept nogil:
         """The state after byte ``c`` from state ``s`` (failure links followed)."""
+        if self._n_classes:
+            return self._delta[s * self._n_classes + self._byte_class[c]]
         cdef int32_t lo, hi, mid, end
         while s != 0:
             lo = self._edge_start[s]

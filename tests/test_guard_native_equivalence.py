@@ -10,6 +10,7 @@ from any code point of Unicode.
 from __future__ import annotations
 
 import random
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -278,3 +279,61 @@ def test_bad_rows_are_refused_like_the_reference(row):
     read_only = packed_row(64)
     read_only.flags.writeable = False
     assert outcome(lambda: req.fill_banned(read_only, 0)) == outcome(lambda: ref_req.fill_banned(read_only, 0))
+
+
+# ------------------------------------------------------------------------------ large work (scanned and cleared without the GIL)
+
+def test_tokens_longer_than_512_bytes_match_the_reference():
+    pieces = [b"x" * 700, b"ab" * 300 + b"c", b"\xc3" + "é".encode() * 400, b"Ss" * 350, b"\xe6"]
+    vocab = Vocab.from_token_bytes(pieces)
+    guard = PhraseGuard(["bc", "éé" * 100, "sss" * 50, "x\u00e9"], max_rewinds=10_000)
+    rng = random.Random(5)
+    drive_phrases(guard, vocab, [rng.randrange(len(pieces)) for _ in range(200)], rng, vocab.n_logits)
+
+
+def test_hundreds_of_bans_at_one_position_match_the_reference():
+    pieces = [b"ab%d" % k for k in range(400)] + [b"a"]
+    vocab = Vocab.from_token_bytes(pieces)
+    guard = PhraseGuard(["ab"], max_rewinds=10_000)
+    native = guard.start(vocab)
+    ref = ReferencePhraseRequest(guard._compiled, guard.max_rewinds, guard.max_pending_tokens, vocab)
+    for tok in range(400):  # each one rewinds to position 0 and adds a ban there
+        assert outcome(lambda: native.push(tok)) == outcome(lambda: ref.push(tok))
+    assert native.banned_tokens(0) == ref.banned_tokens(0) == list(range(400))
+    for allowed in (None, list(range(400)), [3, 400], [400]):
+        rows = [packed_row(vocab.n_logits, allowed) for _ in range(2)]
+        assert outcome(lambda: native.fill_banned(rows[0], 0)) == outcome(lambda: ref.fill_banned(rows[1], 0))
+        assert rows[0].tobytes() == rows[1].tobytes()
+
+
+def test_a_key_with_hundreds_of_followers_matches_the_reference():
+    history = [t for k in range(1, 400) for t in (0, k)] + [0]  # "0" was followed by 1..399
+    config = NoRepeatNGram(2, whitelist=[7])
+    native, ref = config.start(history), ReferenceNGramState(config, history)
+    assert native.banned() == ref.banned()
+    for allowed in (None, list(range(1, 400)), [7, 500], [5, 9]):
+        rows = [packed_row(512, allowed) for _ in range(2)]
+        assert tuple(native.fill_banned(rows[0])) == tuple(ref.fill_banned(rows[1]))
+        assert rows[0].tobytes() == rows[1].tobytes()
+    assert native.relaxed_steps == ref.relaxed_steps == 1
+
+
+def test_requests_on_threads_sharing_one_guard_equal_single_threaded_runs():
+    """The compiled automaton is shared read-only; each request's journal is its own."""
+    pieces = [b"x" * 600 + b"a", b"b" * 530, b"ab", b"c", b"\xc3", b"\x9f" + b"s" * 520]
+    vocab = Vocab.from_token_bytes(pieces)
+    guard = PhraseGuard(["ab", "ßs", "xa" + "b" * 20], max_rewinds=100_000)
+    streams = [[random.Random(seed).randrange(len(pieces)) for _ in range(400)] for seed in range(8)]
+
+    def run(source):
+        req, events = guard.start(vocab), []
+        for tok in source:
+            if tok in req.banned_tokens(req.position):
+                continue
+            ev = req.push(tok)
+            events.append((ev.released_tokens, ev.released_text, ev.rewind, ev.position))
+        return events
+
+    alone = [run(s) for s in streams]
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(run, streams)) == alone
