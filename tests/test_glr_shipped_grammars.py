@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 from _lr_support import Earley, earley_accepts, random_sentence, sentences_and_near_misses
+from glrmask.grammar import lark_frontend
 from glrmask.grammar.normalize import check_normalized, normalize
 from glrmask.lr import GLR, LRTable, recognize
-
-lark_frontend = pytest.importorskip("glrmask.grammar.lark_frontend")
 
 GRAMMARS = Path(__file__).resolve().parents[1] / "grammars"
 NAMES = sorted(p.stem for p in GRAMMARS.glob("*.lark"))

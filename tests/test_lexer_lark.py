@@ -4,11 +4,10 @@ from __future__ import annotations
 import random
 import re
 
+import lark
 import pytest
 
 from glrmask.lexer import Lexer, Settler
-
-lark = pytest.importorskip("lark")
 
 COMMON = [
     "ESCAPED_STRING", "SIGNED_NUMBER", "NUMBER", "DECIMAL", "FLOAT", "INT", "SIGNED_INT", "WORD",

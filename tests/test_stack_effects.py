@@ -170,8 +170,7 @@ def test_layout_is_well_formed(name):
             assert all(0 <= s < table.n_states for s in aut.writes(w))
 
 
-def test_sizes_summary(capsys):
-    rows = []
+def test_sizes_summary():
     for name in ALL:
         if name.split("/")[-1] in BIG_TABLES:
             continue
@@ -179,10 +178,6 @@ def test_sizes_summary(capsys):
         s = effects.summary()
         assert s["states"] == sum(a.n_states for a in effects.automata)
         assert s["states"] >= s["terminals"]
-        rows.append(f"{name:28} LR {table.n_states:5}  states {s['states']:6}  edges {s['edges']:6}  "
-                    f"writes {s['writes']:6}  largest {s['max_states']:5}  depth {s['max_reads']:3}")
-    with capsys.disabled():
-        print("\nstack-effect automata (all terminals of each grammar):\n" + "\n".join(rows))
 
 
 # -- specific behaviours -------------------------------------------------------------------------

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import random
-import time
 from functools import lru_cache
 
 import pytest
@@ -278,15 +277,7 @@ def json_gpt2():
     vocab = Vocab.default()
     mask = glrmask.compile(_json_path(), vocab)
     ignored, label_of = terminal_labels(mask.lexer, mask.grammar, mask.table)
-    t0 = time.perf_counter()
     dwa = TerminalDWA.build(mask.lexer, mask.trie, ignored=ignored, label_of=label_of)
-    secs = time.perf_counter() - t0
-    s = dwa.stats
-    n_bounds = len(dwa.weight_bounds) // 2
-    print(f"\njson.lark × GPT-2 terminal DWA: boundary states {s['boundary_states']} "
-          f"(distinct roots {s['distinct_roots']}), nodes {s['nodes']}, edges {s['edges']}, "
-          f"open finals {s['open_finals']}, distinct weights {s['weights']} ({n_bounds} intervals), "
-          f"conditions {s['conds']}, walk steps {s['walk_steps']}, build {secs:.2f} s")
     return mask, dwa, ignored, label_of
 
 
