@@ -1,26 +1,36 @@
-"""MaskBench-style JSON Schema benchmark: glrmask side by side with llguidance and xgrammar.
+"""MaskBench-style JSON Schema benchmark: glrmask side by side with llguidance, xgrammar and
+GLRMask-Rust (PyPI ``glrmask==0.5.0``, in its own venv behind ``bench/rust_worker.py``), per schema.
 
 For each schema of the ten JSONSchemaBench/MaskBench splits (streamed from
 ``../shared/data/jsonschemabench/maskbench/*.jsonl.gz``) and each engine, with the Llama-3.1
-vocabulary:
+vocabulary, on one pinned core (the GLRMask-Rust worker pinned to the same one):
 
-* compile the schema (timed: TTFM = compile time); outcome compiled / unsupported / over budget
-  (budget error or ``--timeout``) / error;
+* compile the schema, then start a request and compute its first mask; compile time and TTFM
+  (time to first mask = compile + start + first mask) are measured inside the engine's own
+  process. Outcome: compiled / unsupported / over budget (budget error or ``--timeout``) / error;
 * replay every test instance, ``json.dumps(data, ensure_ascii=False)`` tokenized without special
   tokens (keys reordered to schema order for every engine, since glrmask needs declared properties in
-  schema order): per token, compute the mask, check the token is in it, commit it. TBM = mask time +
-  commit time (the bit check is not timed). A replay stops at the first token outside the mask.
-  An instance is *accepted* when every token was in the mask and the end token is allowed after
-  the last one (uniform across engines: the end token is in the mask exactly when the engine is in
-  an accepting state);
+  schema order), through the shared loop of ``bench/peers.py``: per token, fill the mask, check the
+  token's bit (not timed), commit it. TBM = mask time + commit time. A replay stops at the first token
+  outside the mask. An instance is *accepted* when every token was in the mask and the engine says the
+  request may end after the last one (its accepting state; xgrammar: the end token is in its mask);
 * valid instances that are not accepted are false rejects; invalid instances that are not accepted
   are correctly rejected (only as good as the keywords each engine enforces).
 
-Peers run in the same process when importable (``pip install llguidance xgrammar``); an engine that
-cannot be set up is reported and skipped. Peers' compile errors count as "unsupported" (neither
-distinguishes unsupported features from other compile errors in a stable way). ``--timeout`` is
-enforced with SIGALRM, which interrupts Python code at once but native code (the peers' compilers)
-only when it returns; an overrun is counted as over budget either way.
+No warm-up per schema: a serving engine meets a new schema per request, so the first replay's cold
+caches are part of the measurement (each engine is warmed once on a trivial schema at set-up).
+
+Reported per engine: outcome counts, compile and TTFM percentiles over compiled schemas, pooled TBM
+percentiles over every replayed token, and the distribution over schemas of each schema's own TBM
+p50 / p99 / max. One JSON line per schema and engine goes to
+``bench/results/json_schema_per_schema.jsonl`` (compile_ms, ttfm_ms, tokens, tbm_p50/p90/p99/max_us,
+false rejects; not committed) and the tables to ``bench/results/json_schema_bench.md``.
+
+An engine that is not installed is reported with its install command and skipped. Peers' compile
+errors count as "unsupported" (none distinguishes unsupported features from other compile errors in
+a stable way). ``--timeout`` is enforced with SIGALRM for in-process engines (it interrupts Python
+code at once, native code only when it returns; an overrun counts as over budget either way) and by
+a deadline on the worker's answer for GLRMask-Rust (the worker is killed and restarted).
 
     python3 bench/json_schema_bench.py --max-per-split 10
     python3 bench/json_schema_bench.py --splits Github_easy,Kubernetes --engines glrmask,llguidance
@@ -36,146 +46,40 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-from peers import LlguidanceMatcher, XgrammarMatcher  # noqa: E402  (bench/peers.py)
+from peers import (  # noqa: E402  (bench/peers.py)
+    ACCEPTED,
+    SHARED,
+    TOKENIZER,
+    CompileRefused,
+    Deadline,
+    Engine,
+    GlrmaskEngine,
+    LlguidanceEngine,
+    OverBudget,
+    RustEngine,
+    Unavailable,
+    XgrammarEngine,
+    pin_to_core,
+)
 
-SHARED = ROOT.parent / "shared" / "data"
 DATA = SHARED / "jsonschemabench" / "maskbench"
-TOKENIZER = SHARED / "tokenizers" / "llama-3.1" / "tokenizer.json"
+RESULTS = ROOT / "bench" / "results"
 EOS = 128009  # <|eot_id|>, the Llama-3.1-Instruct end token (tokenizer_config.json)
 SPLITS = ["Github_trivial", "Github_easy", "Github_medium", "Github_hard", "Github_ultra",
           "Glaiveai2K", "JsonSchemaStore", "Kubernetes", "Snowplow", "WashingtonPost"]
+ENGINES = ["glrmask", "llguidance", "xgrammar", "glrmask-rust"]
 
 
-class CompileRefused(Exception):
-    """The engine declined the schema (unsupported feature, or a compile error for peers)."""
-
-
-class OverBudget(Exception):
-    """The engine hit a size/time budget while compiling."""
-
-
-class _Timeout(Exception):
-    pass
-
-
-def _on_alarm(signum, frame):  # noqa: ARG001
-    raise _Timeout()
-
-
-def bit(words: np.ndarray, token: int) -> bool:
-    return bool((int(words.view(np.uint32).reshape(-1)[token >> 5]) >> (token & 31)) & 1)
-
-
-# ------------------------------------------------------------------------------------------------
-# Engines: compile(schema) -> a factory of per-instance matchers with mask() / commit(tok)
-# ------------------------------------------------------------------------------------------------
-
-class Matcher:
-    """One replay: ``mask()`` returns packed int32 words (timed), ``commit(tok)`` advances (timed)."""
-
-    def mask(self) -> np.ndarray: ...
-
-    def commit(self, token: int) -> bool: ...
-
-
-class Engine:
-    name = "?"
-
-    def compile(self, schema: Any) -> Callable[[], Matcher]: ...
-
-
-class GlrmaskEngine(Engine):
-    name = "glrmask"
-
-    def __init__(self, lenient: bool, mode: str = "dynamic"):
-        import glrmask
-
-        self.glrmask = glrmask
-        self.vocab = glrmask.Vocab.from_tokenizer_json(TOKENIZER, eos_token_ids=[EOS])
-        self.lenient = lenient
-        self.mode = mode
-
-    def compile(self, schema):
-        from glrmask.errors import GrammarTooComplex, UnsupportedSchema
-
-        try:
-            mask = self.glrmask.compile_json_schema(schema, self.vocab, lenient=self.lenient, mode=self.mode)
-        except UnsupportedSchema as e:
-            raise CompileRefused(str(e).splitlines()[-1]) from e
-        except GrammarTooComplex as e:
-            raise OverBudget(str(e)) from e
-
-        class M(Matcher):
-            def __init__(self):
-                self.state = mask.start()
-
-            def mask(self):
-                return mask.get_mask(self.state)
-
-            def commit(self, token):
-                return self.state.commit(token)
-
-        return M
-
-
-class LlguidanceEngine(Engine):
-    name = "llguidance"
-
-    def __init__(self, lenient: bool):
-        import llguidance
-        import llguidance.hf
-        import transformers
-
-        hf = transformers.PreTrainedTokenizerFast(tokenizer_file=str(TOKENIZER))
-        self.ll = llguidance
-        self.tok = llguidance.hf.from_tokenizer(hf, eos_token=EOS)
-        self.n = self.tok.vocab_size
-        self.lenient = lenient
-
-    def compile(self, schema):
-        overrides = {"lenient": True} if self.lenient else None
-        grammar = self.ll.LLMatcher.grammar_from_json_schema(json.dumps(schema), overrides=overrides)
-        proto = self.ll.LLMatcher(self.tok, grammar, log_level=0)
-        if proto.is_error():
-            err = proto.get_error()
-            if any(w in err.lower() for w in ("limit", "fuel", "too many", "too large", "too big")):
-                raise OverBudget(err)
-            raise CompileRefused(err)
-        n = self.n
-        return lambda: LlguidanceMatcher(proto, n)
-
-
-class XgrammarEngine(Engine):
-    name = "xgrammar"
-
-    def __init__(self, lenient: bool):  # noqa: ARG002 - xgrammar has no lenient mode
-        import transformers
-        import xgrammar as xgr
-
-        hf = transformers.PreTrainedTokenizerFast(tokenizer_file=str(TOKENIZER))
-        self.info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=len(hf), stop_token_ids=[EOS])
-        self.compiler = xgr.GrammarCompiler(self.info, max_threads=1, cache_enabled=False)
-
-    def compile(self, schema):
-        try:
-            # strict_mode=False: JSON Schema semantics (extra properties/items allowed unless forbidden)
-            compiled = self.compiler.compile_json_schema(json.dumps(schema), any_whitespace=True, strict_mode=False)
-        except _Timeout:
-            raise
-        except Exception as e:  # xgrammar raises RuntimeError/ValueError for unsupported schemas
-            raise CompileRefused(f"{type(e).__name__}: {str(e)[:200]}") from e
-        vocab_size = self.info.vocab_size
-        return lambda: XgrammarMatcher(compiled, vocab_size)
-
-
-ENGINES = {"glrmask": GlrmaskEngine, "llguidance": LlguidanceEngine, "xgrammar": XgrammarEngine}
+def on_alarm(signum, frame):  # noqa: ARG001
+    raise Deadline()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -186,63 +90,86 @@ ENGINES = {"glrmask": GlrmaskEngine, "llguidance": LlguidanceEngine, "xgrammar":
 class Tally:
     counts: Counter = field(default_factory=Counter)
     compile_s: list[float] = field(default_factory=list)
-    tbm_ns: list[int] = field(default_factory=list)
+    ttfm_s: list[float] = field(default_factory=list)
+    tbm_ns: list[np.ndarray] = field(default_factory=list)
+    schema_p50_ns: list[float] = field(default_factory=list)
+    schema_p99_ns: list[float] = field(default_factory=list)
+    schema_max_ns: list[float] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-
-def replay(factory: Callable[[], Matcher], ids: list[int], tbm: list[int]) -> tuple[bool, bool]:
-    """(every token was in the mask, end token allowed after the last). Appends TBM samples."""
-    m = factory()
-    clock = time.perf_counter_ns
-    for tok in ids:
-        t0 = clock()
-        words = m.mask()
-        t1 = clock()
-        if not bit(words, tok):
-            return False, False
-        t2 = clock()
-        ok = m.commit(tok)
-        t3 = clock()
-        if not ok:
-            return False, False
-        tbm.append((t1 - t0) + (t3 - t2))
-    return True, bit(m.mask(), EOS)
+    @property
+    def all_tbm(self) -> np.ndarray:
+        return np.concatenate(self.tbm_ns) if self.tbm_ns else np.zeros(0, np.int64)
 
 
-def run_schema(engine: Engine, rec: dict, docs: list[tuple[bool, list[int], str]], tally: Tally,
-               timeout: float) -> None:
+def setup_engine(name: str, vocab, lenient: bool, glrmask_mode: str, core) -> Engine:
+    if name == "glrmask":
+        return GlrmaskEngine(vocab, mode=glrmask_mode, lenient=lenient)
+    if name == "llguidance":
+        return LlguidanceEngine(TOKENIZER, eos=EOS, lenient=lenient)
+    if name == "xgrammar":
+        return XgrammarEngine(TOKENIZER, eos=EOS)
+    if name == "glrmask-rust":
+        return RustEngine(vocab, core=core)
+    raise ValueError(f"unknown engine {name!r}")
+
+
+def run_schema(engine: Engine, split: str, rec: dict, docs: list[tuple[bool, list[int], str]], tally: Tally,
+               timeout: float) -> dict:
+    """Compile ``rec``'s schema and replay its instances; fold the outcome into ``tally`` and return
+    the per-schema record (compile and TTFM in ms, this schema's TBM percentiles in µs)."""
     c = tally.counts
     c["schemas"] += 1
-    signal.setitimer(signal.ITIMER_REAL, timeout)
+    row: dict[str, Any] = {"split": split, "file": rec["file"], "engine": engine.name, "outcome": "compiled"}
+    out_of_process = isinstance(engine, RustEngine)
+    compiled = None
+    if not out_of_process:
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+    t_begin = time.perf_counter()
     try:
-        t0 = time.perf_counter()
-        try:
-            factory = engine.compile(rec["schema"])
-        finally:
-            dt = time.perf_counter() - t0
-        if dt > timeout:
-            raise _Timeout()
-        tally.compile_s.append(dt)
-        c["compiled"] += 1
-        samples: list[int] = []
-        results = []
-        for valid, ids, text in docs:
-            allowed, eos = replay(factory, ids, samples)
-            results.append((valid, allowed and eos, text))
-    except CompileRefused:
+        compiled = (engine.compile("json_schema", rec["schema"], timeout=timeout) if out_of_process
+                    else engine.compile("json_schema", rec["schema"]))
+        row.update(compile_ms=compiled.compile_ns / 1e6, ttfm_ms=compiled.ttfm_ns / 1e6)
+        left = timeout - (time.perf_counter() - t_begin)
+        if compiled.compile_ns / 1e9 > timeout or left <= 0:
+            raise Deadline()
+        ids = [d[1] for d in docs]
+        result = (engine.replay(compiled, ids, timeout=left) if out_of_process else engine.replay(compiled, ids))
+    except CompileRefused as e:
         c["unsupported"] += 1
-        return
-    except (OverBudget, _Timeout):
+        row.update(outcome="unsupported", error=str(e)[:300])
+        return row
+    except (OverBudget, Deadline) as e:
         c["over_budget"] += 1
-        return
+        row.update(outcome="over budget", error=str(e)[:300])
+        return row
     except Exception as e:  # an engine bug: count and show
         c["errors"] += 1
         tally.notes.append(f"ERROR {rec['file']}: {type(e).__name__}: {e}"[:300])
-        return
+        row.update(outcome="error", error=f"{type(e).__name__}: {e}"[:300])
+        return row
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-    tally.tbm_ns.extend(samples)
-    for valid, accepted, text in results:
+        if not out_of_process:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        if compiled is not None:
+            try:
+                engine.release(compiled)
+            except Exception:  # the worker may have been restarted after a deadline
+                pass
+    c["compiled"] += 1
+    tally.compile_s.append(compiled.compile_ns / 1e9)
+    tally.ttfm_s.append(compiled.ttfm_ns / 1e9)
+    tbm = result.tbm_ns
+    tally.tbm_ns.append(tbm)
+    row["tokens"] = int(len(tbm))
+    if len(tbm):
+        p50, p90, p99 = np.percentile(tbm, [50, 90, 99])
+        row.update(tbm_p50_us=p50 / 1e3, tbm_p90_us=p90 / 1e3, tbm_p99_us=p99 / 1e3, tbm_max_us=tbm.max() / 1e3)
+        tally.schema_p50_ns.append(p50)
+        tally.schema_p99_ns.append(p99)
+        tally.schema_max_ns.append(float(tbm.max()))
+    accepted_all = (result.outcome == ACCEPTED) & result.at_end
+    for (valid, _ids, text), accepted in zip(docs, accepted_all.tolist()):
         if valid:
             c["valid"] += 1
             c["valid_accepted"] += accepted
@@ -252,6 +179,9 @@ def run_schema(engine: Engine, rec: dict, docs: list[tuple[bool, list[int], str]
         else:
             c["invalid"] += 1
             c["invalid_rejected"] += not accepted
+    row.update(valid=sum(v for v, _, _ in docs), false_rejects=int(sum(v and not a for (v, _, _), a in
+                                                                      zip(docs, accepted_all.tolist()))))
+    return row
 
 
 def records(splits: list[str], max_per_split: int) -> Iterator[tuple[str, dict]]:
@@ -263,25 +193,30 @@ def records(splits: list[str], max_per_split: int) -> Iterator[tuple[str, dict]]
                 yield split, json.loads(line)
 
 
-def pct(xs: list[float], q: float) -> float:
-    return float(np.percentile(np.asarray(xs), q)) if xs else float("nan")
+def pct(xs, q: float) -> float:
+    return float(np.percentile(np.asarray(xs), q)) if len(xs) else float("nan")
 
 
 def table(tallies: dict[str, Tally]) -> str:
     names = list(tallies)
+    pooled = {n: tallies[n].all_tbm for n in names}
     rows: list[tuple[str, list[str]]] = []
     for key in ("schemas", "compiled", "unsupported", "over_budget", "errors", "valid", "valid_accepted",
                 "false_rejects", "invalid", "invalid_rejected"):
         rows.append((key, [str(tallies[n].counts[key]) for n in names]))
-    rows.append(("tokens timed", [str(len(tallies[n].tbm_ns)) for n in names]))
-    for q in (50, 99):
-        rows.append((f"compile p{q} (ms)", [f"{1e3 * pct(tallies[n].compile_s, q):.1f}" for n in names]))
-    rows.append(("compile max (ms)", [f"{1e3 * max(tallies[n].compile_s, default=float('nan')):.1f}" for n in names]))
+    rows.append(("tokens timed", [str(len(pooled[n])) for n in names]))
+    for label, attr in (("compile", "compile_s"), ("TTFM", "ttfm_s")):
+        for q in (50, 90, 99, 100):
+            name = "max" if q == 100 else f"p{q}"
+            rows.append((f"{label} {name} (ms)", [f"{1e3 * pct(getattr(tallies[n], attr), q):.1f}" for n in names]))
     for q in (50, 90, 99, 99.9, 100):
         label = "max" if q == 100 else f"p{q:g}"
-        rows.append((f"TBM {label} (us)", [f"{pct(tallies[n].tbm_ns, q) / 1e3:.1f}" for n in names]))
-    rows.append(("TBM mean (us)", [f"{np.mean(tallies[n].tbm_ns) / 1e3:.1f}" if tallies[n].tbm_ns else "nan"
-                                   for n in names]))
+        rows.append((f"TBM {label} (us)", [f"{pct(pooled[n], q) / 1e3:.1f}" for n in names]))
+    rows.append(("TBM mean (us)", [f"{pooled[n].mean() / 1e3:.1f}" if len(pooled[n]) else "nan" for n in names]))
+    for label, attr in (("per-schema TBM p50", "schema_p50_ns"), ("per-schema TBM p99", "schema_p99_ns"),
+                        ("per-schema TBM max", "schema_max_ns")):
+        for q, qn in ((50, "median"), (90, "p90"), (100, "worst")):
+            rows.append((f"{label}: {qn} (us)", [f"{pct(getattr(tallies[n], attr), q) / 1e3:.1f}" for n in names]))
     w0 = max(len(r[0]) for r in rows)
     ws = [max(len(n), *(len(r[1][i]) for r in rows)) for i, n in enumerate(names)]
     out = ["| " + "metric".ljust(w0) + " | " + " | ".join(n.rjust(w) for n, w in zip(names, ws)) + " |",
@@ -298,11 +233,13 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per schema and engine (compile + replays)")
     ap.add_argument("--engines", default=",".join(ENGINES), help="comma-separated: " + ", ".join(ENGINES))
     ap.add_argument("--lenient", action="store_true", help="glrmask and llguidance ignore unsupported keywords")
-    ap.add_argument("--glrmask-mode", choices=["dynamic", "static"], default="dynamic",
-                    help="glrmask's masks: dynamic (nothing compiled ahead) or static (the offline "
-                         "compiler inside the timeout); auto is left out: its background compile "
-                         "would share the timed replay's CPU")
+    ap.add_argument("--glrmask-mode", choices=["dynamic", "static", "auto"], default="dynamic",
+                    help="glrmask's masks: dynamic (nothing compiled ahead), static (the offline compiler "
+                         "inside the timeout) or auto (its default: dynamic at once, static when a "
+                         "background compile ends — that compile shares the timed replay's CPU)")
     ap.add_argument("--max-instances", type=int, default=0, help="test instances per schema (0 = all)")
+    ap.add_argument("--core", type=int, default=None, help="core to pin to (default: the last allowed one)")
+    ap.add_argument("--out", default=str(RESULTS), help="folder for the per-schema JSONL and the markdown table")
     ap.add_argument("--show-notes", type=int, default=8, help="false rejects / errors to print per engine")
     args = ap.parse_args()
     if not DATA.exists() or not TOKENIZER.exists():
@@ -311,27 +248,40 @@ def main() -> None:
     unknown = set(splits) - set(SPLITS)
     if unknown:
         sys.exit(f"unknown splits: {sorted(unknown)}")
+    names = [e for e in args.engines.split(",") if e]
+    unknown = set(names) - set(ENGINES)
+    if unknown:
+        sys.exit(f"unknown engines: {sorted(unknown)}; choose from {ENGINES}")
 
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(TOKENIZER))
-    engines: dict[str, Engine] = {}
-    for name in [e for e in args.engines.split(",") if e]:
-        try:
-            t0 = time.perf_counter()
-            eng = (GlrmaskEngine(args.lenient, args.glrmask_mode) if name == "glrmask"
-                   else ENGINES[name](args.lenient))
-            eng.compile({"type": "object", "properties": {"a": {"type": "integer"}}})  # warm-up (vocab tables)
-            engines[name] = eng
-            print(f"# {name}: ready in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
-        except Exception as e:
-            print(f"# {name}: skipped ({type(e).__name__}: {e})", file=sys.stderr)
-    if not engines:
-        sys.exit("no engine could be set up")
-    signal.signal(signal.SIGALRM, _on_alarm)
-
+    import glrmask
     from glrmask.json_schema.reorder import reorder_to_schema
 
+    core = pin_to_core(args.core)
+    vocab = glrmask.Vocab.from_tokenizer_json(TOKENIZER, eos_token_ids=[EOS])
+    tokenizer = vocab.tokenizer
+    engines: dict[str, Engine] = {}
+    missing: list[str] = []
+    for name in names:
+        try:
+            t0 = time.perf_counter()
+            eng = setup_engine(name, vocab, args.lenient, args.glrmask_mode, core)
+            warm = eng.compile("json_schema", {"type": "object", "properties": {"a": {"type": "integer"}}})
+            eng.release(warm)
+            engines[eng.name] = eng
+            print(f"# {eng.name} {eng.version}: ready in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+        except Unavailable as e:
+            missing.append(f"{name}: not installed ({e.reason}); install: {e.install}")
+            print(f"# {name}: not installed — {e.install}", file=sys.stderr)
+        except Exception as e:
+            missing.append(f"{name}: set-up failed ({type(e).__name__}: {e})")
+            print(f"# {name}: skipped ({type(e).__name__}: {e})", file=sys.stderr)
+    if not engines:
+        sys.exit("no engine could be set up:\n" + "\n".join(missing))
+    signal.signal(signal.SIGALRM, on_alarm)
+
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    per_schema = (out_dir / "json_schema_per_schema.jsonl").open("w", encoding="utf-8")
     tallies = {n: Tally() for n in engines}
     per_split: dict[str, dict[str, Counter]] = {}
     t_start = time.time()
@@ -344,23 +294,34 @@ def main() -> None:
                 docs.append((bool(t["valid"]), tokenizer.encode(text, add_special_tokens=False).ids, text))
             for name, eng in engines.items():
                 before = Counter(tallies[name].counts)
-                run_schema(eng, rec, docs, tallies[name], args.timeout)
+                row = run_schema(eng, split, rec, docs, tallies[name], args.timeout)
+                per_schema.write(json.dumps(row) + "\n")
                 per_split.setdefault(split, {}).setdefault(name, Counter()).update(tallies[name].counts - before)
             print(f"# {split} {rec['file']} done ({time.time() - t_start:.0f}s)", file=sys.stderr, flush=True)
     except KeyboardInterrupt:  # Ctrl-C: report what was measured so far
         print("# interrupted: partial results", file=sys.stderr)
+    finally:
+        per_schema.close()
+        for eng in engines.values():
+            eng.close()
 
-    print(f"\nJSONSchemaBench/MaskBench, splits {', '.join(splits)}, up to {args.max_per_split or 'all'} schemas "
-          f"per split, Llama-3.1 vocabulary, timeout {args.timeout:g}s, lenient={args.lenient}, "
-          f"glrmask mode {args.glrmask_mode}\n")
-    print(table(tallies))
-    print("\nper split (compiled/schemas, false rejects):")
+    header = (f"JSONSchemaBench/MaskBench, splits {', '.join(splits)}, up to {args.max_per_split or 'all'} schemas "
+              f"per split, Llama-3.1 vocabulary, one pinned core ({core}), timeout {args.timeout:g}s, "
+              f"lenient={args.lenient}, glrmask mode {args.glrmask_mode}; engines: "
+              + ", ".join(f"{n} {e.version}" for n, e in engines.items()))
+    lines = [header, "", table(tallies), "", "per split (compiled/schemas, false rejects):"]
     for split, by_engine in per_split.items():
         cells = [f"{n} {c['compiled']}/{c['schemas']} fr={c['false_rejects']}" for n, c in by_engine.items()]
-        print(f"  {split:16s} " + "; ".join(cells))
+        lines.append(f"  {split:16s} " + "; ".join(cells))
+    if missing:
+        lines += ["", "not measured:"] + [f"  {m}" for m in missing]
+    report = "\n".join(lines)
+    print("\n" + report)
+    (out_dir / "json_schema_bench.md").write_text(report + "\n", encoding="utf-8")
     for name, t in tallies.items():
         for note in t.notes[: args.show_notes]:
             print(f"[{name}] {note}")
+    print(f"# per-schema records: {out_dir / 'json_schema_per_schema.jsonl'}", file=sys.stderr)
 
 
 if __name__ == "__main__":
