@@ -1,6 +1,8 @@
 """The Cython Aho–Corasick scanner (glrmask_ext.ahocorasick) against a naive substring search."""
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -67,3 +69,21 @@ def test_invalid_phrases_are_rejected(phrases, error):
 def test_an_unknown_state_is_rejected():
     with pytest.raises(ValueError):
         PhraseAutomaton([b"ab"]).scan(99, b"a")
+
+
+@pytest.mark.parametrize("alphabet", [b"abcd ", bytes(range(256))], ids=["dense-table", "trie-and-failure-links"])
+def test_large_phrase_sets_match_the_naive_search(alphabet):
+    """Few distinct bytes fit the dense transition table; all 256 bytes over ~20k states do not."""
+    rng = random.Random(len(alphabet))
+    phrases = list(dict.fromkeys(bytes(rng.choice(alphabet) for _ in range(rng.randint(3, 60))) for _ in range(500)))
+    ac = PhraseAutomaton(phrases)
+    for _ in range(20):
+        text = b"".join(rng.choice(phrases)[: rng.randint(1, 8)] + bytes([rng.choice(alphabet)]) for _ in range(40))
+        state, pos = 0, 0
+        while pos < len(text):  # every match in turn, restarting after each
+            _, end, pid = ac.scan(state, text[pos:])
+            expected = first_match(phrases, text[pos:])
+            assert (end, pid) == expected
+            if end < 0:
+                break
+            state, pos = 0, pos + end + 1
