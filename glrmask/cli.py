@@ -14,6 +14,7 @@ import argparse
 import codecs
 import enum
 import importlib
+import importlib.util
 import json
 import os
 import socket
@@ -111,7 +112,7 @@ class _StageProgress:
 
         self._bar = tqdm(total=len(self.STAGES), desc=f"compiling {what}", unit="stage", leave=False,
                          file=sys.stderr, disable=None, dynamic_ncols=True,
-                         bar_format="{desc}: {n_fmt}/{total_fmt} stages {bar} {elapsed} {postfix}")
+                         bar_format="{desc}: {n_fmt}/{total_fmt} stages |{bar}| {elapsed}{postfix}")
 
     def __call__(self, name: str, seconds: float, info: dict) -> None:
         if self._bar is not None:
@@ -675,6 +676,7 @@ DEMO_INVALID = '{"name": "Ada", "age": 360}'
 #: Further steps `demo` suggests; a command registered later (``glrmask generate``, constrained
 #: generation with a model) adds its own line here when it is available.
 DEMO_NEXT = [
+    "glrmask check --json-schema schema.json --text '{\"name\": \"Ada\", \"age\": 36}'",
     "glrmask check grammars/json.lark --text '{\"a\": 01}'   # any Lark/GBNF grammar, same checks",
     "glrmask sample grammars/sql.lark -n 3                  # samples of a SQL subset",
     "glrmask compile grammars/sql.lark -o sql.glrm          # compile once, load in milliseconds",
@@ -694,13 +696,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     mask = compile_json_schema(DEMO_SCHEMA, vocab, mode="dynamic")
     out.write(f"   becomes a grammar; masks over all {vocab.size:,} tokens are ready in "
-              f"{time.perf_counter() - t0:.2f} s.\n\n")
-    out.write("2. Check documents as a model would emit them, token by token:\n")
+              f"{time.perf_counter() - t0:.2f} s (computed as needed; `glrmask compile` builds them ahead).\n\n")
+    out.write("2. Check documents token by token, as a model would emit them:\n")
     for doc in (DEMO_VALID, DEMO_INVALID):
         code, lines = check_text(vocab, mask, doc)
-        out.write(f"   $ glrmask check --json-schema demo.json --text '{doc}'\n")
+        out.write(f"   {doc}\n")
         for line in lines[:3]:
-            out.write(f"   {line}\n")
+            out.write(f"     {line}\n")
     prefix = '{"name": "Ada", "age": 12'
     state = mask.start()
     state.commit_bytes(prefix.encode())
@@ -723,7 +725,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if shown == args.n:
             break
     out.write("\nNext:\n")
-    for line in DEMO_NEXT:
+    next_steps = list(DEMO_NEXT)
+    if importlib.util.find_spec("glrmask.serve.commands") is not None:
+        next_steps.append("glrmask generate --json-schema SCHEMA --prompt 'Invent a character as JSON.'"
+                          "   # a real model under the same masks")
+    for line in next_steps:
         out.write(f"   {line}\n")
     return ExitCode.OK
 
