@@ -338,7 +338,8 @@ class TokenChooser:
     of ``max_tokens`` on it also prefers to finish: it looks one token ahead at a few candidates
     and favours those after which fewer tokens are allowed (a closed string or bracket leaves few
     choices, an opened one many), increasingly so until, past ``max_tokens``, it takes the
-    smallest; an end token is taken, once allowed, with a probability that grows to 1 there.
+    smallest; an end token is taken, once allowed, with a probability that grows to 1 there (at
+    once when only whitespace could follow).
     All of it is numpy over the mask; only the few look-ahead candidates are committed.
     """
 
@@ -386,8 +387,12 @@ class TokenChooser:
         backslash = np.zeros(256, dtype=bool)
         backslash[ord("\\")] = True
         weight[count(backslash) > 0] *= 0.005  # escapes: valid, rare in real text
-        self.lengths, self.first, self.weight = lengths, first, weight
+        self.lengths, self.first, self.weight, self.whitespace = lengths, first, weight, whitespace
         self.eos = np.asarray(sorted(vocab.eos_token_ids), dtype=np.int64)
+
+    def only_layout(self, ids: np.ndarray) -> bool:
+        """Every token in ``ids`` is whitespace: once the text could end, going on adds nothing."""
+        return bool(self.whitespace[ids].all())
 
     def end_probability(self, n_tok: int) -> float:
         return min(1.0, 0.15 + 0.85 * n_tok / self.max_tokens)
@@ -445,7 +450,7 @@ def sample_tokens(mask, chooser: TokenChooser, rng: np.random.Generator, limit: 
         eos_ok = eos[np.isin(eos, ids)]
         rest = ids[~np.isin(ids, eos)] if eos.size else ids
         can_end = eos_ok.size > 0 or (eos.size == 0 and state.is_accepting())
-        if can_end and (rest.size == 0 or rng.random() < chooser.end_probability(n_tok)):
+        if can_end and (rest.size == 0 or chooser.only_layout(rest) or rng.random() < chooser.end_probability(n_tok)):
             if eos_ok.size:
                 state.commit(int(eos_ok[0]))
             return True, n_tok + (1 if eos_ok.size else 0)
