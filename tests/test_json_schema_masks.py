@@ -247,6 +247,65 @@ CASES: dict[str, Case] = {
         (1.25, 3, 0.01, -7.5),
         (1.255, 0.001),
     ),
+    # issue 13: the formerly inexact cases and the new keywords
+    "patternProperties_all_apply": Case(
+        {"type": "object", "patternProperties": {"a*": {"type": "integer"}, "aaa*": {"maximum": 20}}},
+        ({"a": 31}, {"aaaa": 18}, {"b": 5}),
+        ({"aaaa": 31}, {"aa": "x"}),
+    ),
+    "allOf_items_scope": Case(
+        {"type": "array", "allOf": [{"prefixItems": [{"minimum": 3}]}], "items": {"minimum": 5}},
+        ([5, 5], [6], []),
+        ([3, 5], [5, 4]),
+    ),
+    "anchor_in_embedded_resource": Case(
+        {"$id": "http://example.com/root.json", "$ref": "nested.json",
+         "$defs": {"A": {"$anchor": "bigint", "type": "integer"},
+                   "B": {"$id": "nested.json", "$ref": "#bigint",
+                         "$defs": {"bi": {"$anchor": "bigint", "type": "string", "maxLength": 2}}}}},
+        ("ab", ""),
+        ("abc", 5),
+    ),
+    "not_type_and_enum": Case(
+        {"not": {"anyOf": [{"type": "integer"}, {"enum": ["x", None]}]}},
+        ("y", 1.5, True, [], {}),
+        (3, "x", None),
+    ),
+    "if_then_else": Case(
+        {"if": {"type": "string"}, "then": {"maxLength": 2}, "else": {"type": "integer"}},
+        ("ab", 7),
+        ("abc", 1.5, None),
+    ),
+    "dependentRequired": Case(
+        {"type": "object", "properties": {"a": {}, "b": {}}, "dependentRequired": {"a": ["b"]}},
+        ({}, {"b": 1}, {"a": 1, "b": 2}),
+        ({"a": 1},),
+    ),
+    "propertyNames": Case(
+        {"type": "object", "propertyNames": {"pattern": "^[a-z]+$", "maxLength": 4}},
+        ({}, {"ab": 1, "cdef": 2}),
+        ({"Ab": 1}, {"abcde": 1}),
+    ),
+    "contains_min_max": Case(
+        {"type": "array", "contains": {"type": "string"}, "minContains": 1, "maxContains": 2},
+        (["a"], [1, "a", 2, "b"]),
+        ([], [1], ["a", "b", "c"]),
+    ),
+    "oneOf_disjoint": Case(
+        {"oneOf": [{"type": "string", "maxLength": 1}, {"type": "integer", "minimum": 0}]},
+        ("a", 0, 7),
+        ("ab", -1, None),
+    ),
+    "uniqueItems_enum": Case(
+        {"type": "array", "items": {"enum": ["r", "g", "b"]}, "uniqueItems": True},
+        ([], ["r"], ["b", "g", "r"]),
+        (["r", "r"], ["g", "b", "g"]),
+    ),
+    "unevaluatedProperties_false": Case(
+        {"type": "object", "allOf": [{"properties": {"a": {"type": "integer"}}}], "unevaluatedProperties": False},
+        ({}, {"a": 1}),
+        ({"b": 1}, {"a": "x"}),
+    ),
 }
 
 
@@ -300,6 +359,40 @@ def test_compact_and_pretty_layouts_both_replay(gpt2):
     assert replay(mask, json.dumps(x, separators=(",", ":"))).accepted
     assert replay(mask, json.dumps(x)).accepted
     assert replay(mask, json.dumps(x, indent=2)).accepted
+
+
+def test_unicode_property_pattern_replays(gpt2):
+    """``\\p{Lu}`` is the general category (jsonschema's Python `re` cannot read it; unicodedata is the judge)."""
+    mask = mask_for({"type": "string", "pattern": "^\\p{Lu}\\p{Ll}+$"}, gpt2)
+    for text in ("Ab", "Éte", "Σοφία"):
+        assert replay(mask, json.dumps(text, ensure_ascii=False)).accepted, text
+    for text in ("ab", "A", "p{Lu}"):
+        assert replay(mask, json.dumps(text)).refused, text
+
+
+@pytest.mark.parametrize("indent", [2, 4])
+def test_default_whitespace_replays_json_dumps_indent_at_depth(gpt2, indent):
+    """The default gap (one line break plus an indent run) takes json.dumps(indent=2|4) at depth 3+."""
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {
+        "type": "object", "properties": {"b": {"type": "array", "items": {"type": "integer"}}}}}}}
+    mask = mask_for(schema, gpt2)
+    x = {"a": [{"b": [1, 2]}, {"b": []}]}
+    assert replay(mask, json.dumps(x, indent=indent)).accepted
+
+
+@pytest.mark.parametrize("name", ["patternProperties_all_apply", "not_type_and_enum", "contains_min_max",
+                                  "anchor_in_embedded_resource"])
+@pytest.mark.parametrize("tokenizer", ["qwen3", "mistral"])
+def test_new_keyword_cases_replay_with_real_tokenizers(request, tokenizer, name):
+    vocab = request.getfixturevalue(tokenizer)
+    case = CASES[name]
+    mask = mask_for(case.schema, vocab)
+    for x in case.valid:
+        r = replay(mask, serialize(case.schema, x, ensure_ascii=False))
+        assert r.mask_commit_disagree is None and r.accepted, (name, x, r)
+    for x in case.invalid:
+        r = replay(mask, serialize(case.schema, x))
+        assert r.mask_commit_disagree is None and r.refused, (name, x, r)
 
 
 def test_keys_out_of_schema_order_are_refused(gpt2):

@@ -441,7 +441,7 @@ class Lowerer:
         s.pop('nullable', None)
         if 'oneOf' in s:
             one = s.pop('oneOf')
-            if len(one) > 1 and not self._disjoint(one, _ptr_join(ptr, 'oneOf')):
+            if len(one) > 1 and not self._disjoint(one, _ptr_join(ptr, 'oneOf'), _signature_types(s)):
                 self.warn(_ptr_join(ptr, 'oneOf'), "oneOf branches are not provably disjoint: "
                           "lowered as anyOf (an instance valid under several branches is accepted)")
             if 'anyOf' in s:
@@ -514,8 +514,11 @@ class Lowerer:
             parts += matched if matched else [True if addl is None else addl]
         return _and_all(parts)
 
-    def _disjoint(self, branches: list, ptr: str) -> bool:
-        """Provably disjoint oneOf branches: distinct types, distinct const/enum, or a discriminator key."""
+    def _disjoint(self, branches: list, ptr: str, context: set[str] | None) -> bool:
+        """Provably disjoint oneOf branches: distinct types, distinct const/enum, or a discriminator key.
+
+        `context` is the type set the sibling keywords allow (None: every type).
+        """
         sigs = []
         for i, b in enumerate(branches):
             n = self.normalize(b, _ptr_join(ptr, i))
@@ -540,7 +543,8 @@ class Lowerer:
                     continue
                 if ea is not None and eb is not None and not ea & eb:
                     continue
-                common = (ta if ta is not None else set(ALL_TYPES)) & (tb if tb is not None else set(ALL_TYPES))
+                common = (ta if ta is not None else set(ALL_TYPES)) & (tb if tb is not None else set(ALL_TYPES)) \
+                    & (context if context is not None else set(ALL_TYPES))
                 if common <= {'object'} and any(not da[k] & db[k] for k in da.keys() & db.keys()):
                     continue
                 return False
@@ -938,7 +942,7 @@ class Lowerer:
         alts: list[list[str]] = []
         seen = set()
         for v in values:
-            if not _type_ok(v, tset):
+            if not _type_ok(v, tset) or not self._scalar_meets(s, v, tset, ptr):
                 continue
             c = _canon(v)
             if c in seen:
@@ -952,6 +956,22 @@ class Lowerer:
             body = '|'.join(cs.encode_string_literal(x) for x in sorted(strings, key=len, reverse=True))
             alts.insert(0, [self.g.terminal('\\x22(?:' + body + ')\\x22', 'ENUM')])
         return alts
+
+    def _scalar_meets(self, s: dict, v: Any, tset: list[str], ptr: str) -> bool:
+        """Does the enum value `v` meet the string/number keywords beside the enum? (Structured values
+        are filtered by type only.)"""
+        if isinstance(v, str) and any(k in s for k in STRING_KEYS):
+            regex = self.string_regex(s, ptr)
+            return regex is not None and re.fullmatch(regex, json.dumps(v)) is not None
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and any(k in s for k in NUMBER_KEYS):
+            integer = 'number' not in tset
+            regex = self.number_regex(s, ptr, integer)
+            if isinstance(v, float) and v.is_integer():
+                text = str(int(v))
+            else:
+                text = str(v) if isinstance(v, int) else format(Decimal(repr(v)), 'f')
+            return regex is not None and re.fullmatch(regex, text) is not None
+        return True
 
     def literal(self, v: Any, depth: int) -> list[str]:
         if v is None:

@@ -18,7 +18,7 @@ IGNORED = "ignored (annotation)"
 
 MATRIX: list[tuple[str, str, str]] = [
     ("type", SUPPORTED, "single type or list; `integer` ⊂ `number`; OpenAPI `nullable: true` adds null"),
-    ("enum / const", SUPPORTED, f"values filtered by `type`; at most {MAX_ENUM_VALUES} values; strings in every JSON spelling"),
+    ("enum / const", SUPPORTED, f"values filtered by `type` and the string/number keywords; at most {MAX_ENUM_VALUES} values; strings in every JSON spelling"),
     ("properties", SUPPORTED, "in schema order (see deviations); a declared key also meets the patternProperties it matches"),
     ("required", SUPPORTED, "also draft-3 `required: true` on a property; required keys not in `properties` use the additional/pattern schemas"),
     ("additionalProperties", SUPPORTED, "true (default) / false / schema; extra keys come after declared ones; scoped to its own schema under allOf"),
@@ -64,7 +64,8 @@ DEVIATIONS = [
     "Patterns use code-point semantics (the ECMA `u` flag) with ASCII `\\d`, `\\w`, `\\s` per ECMA-262, "
     "so they can differ from Python's `re` (used by the `jsonschema` package) on non-ASCII text.",
     "Lone surrogate escapes (`\\ud800` not followed by a low surrogate) are not accepted inside strings.",
-    "Enum values are filtered by `type` only, not by the other keywords of the same schema.",
+    "Enum values that are strings or numbers must also meet the string/number keywords beside the enum; "
+    "object and array enum values are filtered by `type` only.",
     f"Whitespace (flexible mode): each gap between tokens holds at most max_whitespace (default {DEFAULT_MAX_WHITESPACE}) spaces/tabs, "
     f"optionally one line break and then at most max_indent (default {DEFAULT_MAX_INDENT}) spaces/tabs, so `json.dumps(indent=2|4)` "
     "output is accepted and runaway whitespace is bounded by structure; none before or after the document. "
