@@ -7,6 +7,7 @@ xgrammar and llguidance: bit ``id % 32`` of word ``id // 32``, ``ceil(n_logits /
 """
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 from collections import OrderedDict
@@ -15,6 +16,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from .budget import activate_budget
 from .collisions import find_lookahead_collisions
 from .dynamic import DynamicMasker
 from .errors import GlrmaskError
@@ -35,32 +37,12 @@ DEFAULT_STATIC_SECONDS = 300.0
 ``GrammarTooComplex`` instead of a compile that seems to hang."""
 
 
-class _CachedStaticWords:
-    """The static masker's token words, cached per configuration set (LRU, read-only arrays) like
-    :class:`DynamicMasker`'s: a decode loop revisits the same few sets over and over."""
-
-    def __init__(self, masker, cache_size: int = 2048):
-        self.masker = masker
-        self._cache: OrderedDict[ConfigSet, np.ndarray] = OrderedDict()
-        self._cache_size = cache_size
-
-    def token_words(self, s: ConfigSet) -> np.ndarray:
-        hit = self._cache.get(s)
-        if hit is not None:
-            self._cache.move_to_end(s)
-            return hit
-        words = self.masker.token_words(s)
-        words.flags.writeable = False
-        self._cache[s] = words
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
-        return words
-
-
 class _Engine:
-    """A recognizer and the masker that answers for its configuration sets. A request keeps the
-    engine it started with (its configuration sets only mean something to that recognizer), so
-    ``mode="auto"`` can switch new requests to the static engine while old ones finish."""
+    """The reference engine: the recognizer and the dynamic masker that answers for its
+    configuration sets (``mode="dynamic"``, and ``mode="auto"`` until the static compile ends). A
+    request keeps the engine it started with (its configuration sets only mean something to that
+    recognizer), so ``mode="auto"`` can switch new requests to the static engine while old ones
+    finish."""
 
     __slots__ = ("recognizer", "masker", "kind")
 
@@ -72,7 +54,8 @@ class _Engine:
 
 @dataclass(frozen=True)
 class _History:
-    """One committed step: the configuration set after it, and the link to the step before."""
+    """One committed step of a reference-engine request: the configuration set after it, and the
+    link to the step before."""
 
     configs: ConfigSet
     terminated: bool
@@ -81,90 +64,173 @@ class _History:
     engine: _Engine
 
 
+class _ReferenceState:
+    """A request on the reference engine (Python; the oracle and the zero-compile mode)."""
+
+    __slots__ = ("mask", "head")
+
+    def __init__(self, mask: "Mask", head: _History) -> None:
+        self.mask = mask
+        self.head = head
+
+    def commit(self, token: int) -> bool:
+        nxt = self.mask._advance(self.head, token)
+        if nxt is None:
+            return False
+        self.head = nxt
+        return True
+
+    def commit_bytes(self, data: bytes) -> bool:
+        head = self.head
+        if head.terminated:
+            return False
+        with self.mask._lock:
+            s = head.engine.recognizer.step_bytes(head.configs, data)
+        if not s:
+            return False
+        self.head = _History(s, False, head, head.depth + 1, head.engine)
+        return True
+
+    def rollback(self, n: int) -> None:
+        if n < 0 or n > self.head.depth:
+            raise ValueError(f"cannot roll back {n} steps: only {self.head.depth} were committed")
+        head = self.head
+        for _ in range(n):
+            head = head.prev  # type: ignore[assignment]
+        self.head = head
+
+    def fork(self) -> "_ReferenceState":
+        return _ReferenceState(self.mask, self.head)
+
+    def is_accepting(self) -> bool:
+        head = self.head
+        if head.terminated:
+            return True
+        with self.mask._lock:
+            return head.engine.recognizer.is_accepting(head.configs)
+
+    @property
+    def terminated(self) -> bool:
+        return self.head.terminated
+
+    @property
+    def depth(self) -> int:
+        return self.head.depth
+
+    def fill(self, out32: np.ndarray) -> int:
+        """Write the mask into the uint32 view ``out32`` (always exact; never needs a fallback)."""
+        self.mask._fill_reference(self.head, out32.view(np.int32))
+        return 0
+
+    def configuration(self) -> tuple:
+        return _configuration_key(self.head.configs)
+
+    def probe_bytes(self, data: bytes) -> bool:
+        head = self.head
+        if head.terminated:
+            return False
+        with self.mask._lock:
+            return bool(head.engine.recognizer.step_bytes(head.configs, data))
+
+
+def _configuration_key(configs) -> tuple:
+    """A reference configuration set in :meth:`State.configuration`'s form."""
+    return tuple(sorted((c.lex, tuple(c.conds), tuple(sorted(n.states() for n in c.frontier))) for c in configs))
+
+
+def _token_id(token_id, n_logits: int) -> int:
+    """A token id as an ``int``: integers (numpy's too) only, within the logits."""
+    if type(token_id) is not int:
+        if isinstance(token_id, bool) or not hasattr(token_id, "__index__"):
+            raise TypeError(f"a token id must be an integer, got {type(token_id).__name__} {token_id!r}")
+        token_id = token_id.__index__()
+    if token_id < 0 or token_id >= n_logits:
+        raise ValueError(f"token id {token_id} is outside [0, {n_logits})")
+    return token_id
+
+
 class State:
-    """Per-request parser state. Cheap to create, fork and roll back; never shared mutably."""
+    """Per-request parser state. Cheap to create, fork and roll back; never shared mutably.
 
-    __slots__ = ("_mask", "_head")
+    On a static mask the state lives in native memory owned by the request (and its forks):
+    ``commit`` and masks run in C without the GIL and without any lock shared with other
+    requests."""
 
-    def __init__(self, mask: "Mask", head: _History):
+    __slots__ = ("_mask", "_impl")
+
+    def __init__(self, mask: "Mask", impl) -> None:
         self._mask = mask
-        self._head = head
+        self._impl = impl
 
     # -- decoding ---------------------------------------------------------------------------------
     def commit(self, token_id: int) -> bool:
         """Advance by one token. Returns False (and leaves the state unchanged) when the token is
-        outside the mask."""
-        nxt = self._mask._advance(self._head, int(token_id))
-        if nxt is None:
-            return False
-        self._head = nxt
-        return True
+        outside the mask; a non-integer or an id outside the logits is a usage error."""
+        return self._impl.commit(_token_id(token_id, self._mask.n_logits))
 
     def commit_bytes(self, data: bytes) -> bool:
         """Advance by raw output bytes (a prompt prefix, forced text); counts as one step for rollback."""
-        head = self._head
-        if head.terminated:
-            return False
-        with self._mask._lock:
-            s = head.engine.recognizer.step_bytes(head.configs, data)
-        if not s:
-            return False
-        self._head = _History(s, False, head, head.depth + 1, head.engine)
-        return True
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"commit_bytes takes bytes, got {type(data).__name__}; encode text first")
+        return self._impl.commit_bytes(bytes(data))
 
     def rollback(self, n: int = 1) -> None:
         """Undo the last ``n`` commits."""
-        if n < 0 or n > self._head.depth:
-            raise ValueError(f"cannot roll back {n} steps: only {self._head.depth} were committed")
-        head = self._head
-        for _ in range(n):
-            head = head.prev  # type: ignore[assignment]
-        self._head = head
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"rollback takes an int, got {type(n).__name__}")
+        self._impl.rollback(n)
 
     def fork(self) -> "State":
         """An independent copy (O(1): histories are persistent)."""
-        return State(self._mask, self._head)
+        return State(self._mask, self._impl.fork())
 
     # -- queries ----------------------------------------------------------------------------------
     def is_accepting(self) -> bool:
         """The output so far is a complete sentence (pending decisions resolved as at the end of the
         document). Stays true after an end token was committed."""
-        head = self._head
-        if head.terminated:
-            return True
-        with self._mask._lock:
-            return head.engine.recognizer.is_accepting(head.configs)
+        return self._impl.is_accepting()
 
     def is_terminated(self) -> bool:
         """An end token was committed: the mask is all zeros and commit returns False."""
-        return self._head.terminated
+        return self._impl.terminated
 
     @property
     def num_committed(self) -> int:
-        return self._head.depth
+        return self._impl.depth
+
+    @property
+    def mask(self) -> "Mask":
+        """The mask this state belongs to."""
+        return self._mask
 
     def forced_tokens(self) -> list[int]:
         """Tokens fully determined from here (jump-forward decoding); does not commit."""
         return self._mask._forced_tokens(self)
 
+    def configuration(self) -> tuple:
+        """What the state is, as a hashable value: ``((lexer state, pending conditions, stacks),
+        …)`` with every parser stack as a tuple of LR states, bottom first (plus whether an end
+        token was committed). Equal configurations of one mask get equal masks — for tests,
+        debugging and deduplicating explored states; lexer ids are those of the active engine."""
+        return (self.is_terminated(), self._impl.configuration())
+
     def __repr__(self) -> str:
-        return (f"State(committed={self._head.depth}, configs={len(self._head.configs)}, "
-                f"accepting={self.is_accepting()}, terminated={self.is_terminated()})")
+        return (f"State(committed={self.num_committed}, accepting={self.is_accepting()}, "
+                f"terminated={self.is_terminated()})")
 
 
 class Mask:
-    """A grammar compiled against one vocabulary. Immutable from the user's point of view and safe
-    to share between requests and threads: memo tables are filled lazily, so every call that may
-    fill them holds one lock (a cached transition costs no more than the lock).
+    """A grammar compiled against one vocabulary. Immutable and safe to share between requests
+    and threads.
 
     Modes:
 
     * ``"static"`` (default): the offline compiler runs up front (dense lexer, stack effects,
-      Terminal DWA, token classes, Parser DWA) and a mask is a walk of the Parser DWA over the
-      parser stacks; the recognizer's lexemes start from the unrestricted lexer, so its lexer
-      states are the ones the automata were built for. Only static masks can be saved.
+      Terminal DWA, token classes, the complete Parser DWA) and requests run on the native
+      runtime: a mask is a walk of the Parser DWA over the parser stacks, in C, with no lock
+      shared by requests. Only static masks can be saved.
     * ``"dynamic"``: nothing is compiled ahead; a mask walks the vocabulary trie through the
-      recognizer (first mask at once, slower tail).
+      reference recognizer (first mask at once, slower tail; one lock per mask).
     * ``"auto"``: dynamic at once, static for requests started after a background compile ends
       (:meth:`wait_static`); a compile that fails a budget leaves the mask dynamic
       (``static_error`` says why).
@@ -187,7 +253,9 @@ class Mask:
             self._engine = self._dynamic_engine()
         else:
             self._engine = self._dynamic_engine()
-            self._static_thread = threading.Thread(target=self._compile_in_background, daemon=True,
+            # the background compile keeps this compile's budget (glrmask.budget): same deadline
+            self._static_thread = threading.Thread(target=contextvars.copy_context().run,
+                                                   args=(self._compile_in_background,), daemon=True,
                                                    name="glrmask-static-compile")
             self._static_thread.start()
 
@@ -196,16 +264,18 @@ class Mask:
         self.source_grammar = source_grammar
         self.grammar = grammar
         self.mode = mode
-        self.compiled = None  # CompiledMasks once a static engine exists
+        self.compiled = None  # CompiledMasks while a freshly compiled static engine exists
         self.stats: dict = {}
         self.static_error: Optional[GlrmaskError] = None
         self._static_thread: Optional[threading.Thread] = None
         self._trie: Optional[VocabTrie] = None
+        self._stored: Optional[dict] = None  # the runtime arrays an artifact stores
+        self.n_logits = int(vocab.n_logits)
         self.n_words = (vocab.n_logits + 31) // 32
         self._eos = tuple(sorted(set(vocab.eos_token_ids)))
         self._eos_set = frozenset(self._eos)
         self._warnings: Optional[list[str]] = None
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the reference engine's memo tables only
 
     # -- engines ----------------------------------------------------------------------------------
     @property
@@ -219,10 +289,11 @@ class Mask:
         rec = Recognizer(self.grammar, self.table, self._lazy_lexer)
         return _Engine(rec, DynamicMasker(rec, self.trie, self.vocab.n_logits), "dynamic")
 
-    def _static_engine(self, on_stage=None) -> _Engine:
+    def _static_engine(self, on_stage=None):
         import time
 
         from .compiler.static_mask import compile_masks
+        from .runtime.tables import stored_arrays
 
         limits = self._limits
         t0 = time.perf_counter()
@@ -235,17 +306,22 @@ class Mask:
             on_stage("dense lexer", self.stats["dense lexer"]["seconds"], info)
         compiled = compile_masks(dense, self.grammar, self.table, self.trie,
                                  tdwa_budgets=limits.get("terminal_dwa"), pdwa_budgets=limits.get("parser_dwa"),
-                                 deadline=deadline, on_stage=on_stage, **limits.get("expand", {}))
+                                 deadline=deadline, on_stage=on_stage, complete=True)
         self.stats.update(compiled.stats)
-        return self._engine_for(dense, compiled)
-
-    def _engine_for(self, dense: DenseLexer, compiled) -> _Engine:
-        from .compiler.static_mask import StaticMasker
-
-        rec = Recognizer(self.grammar, self.table, dense, restrict_lexer=False)
         self.compiled = compiled
-        masker = StaticMasker(compiled, rec, lambda: self.trie, self.vocab.n_logits)
-        return _Engine(rec, _CachedStaticWords(masker), "static")
+        stored = stored_arrays(compiled.pdwa, compiled.classes, self.trie, self.vocab.size)
+        return self._engine_for(dense, stored)
+
+    def _engine_for(self, dense: DenseLexer, stored: dict):
+        """The native engine over a dense lexer, this mask's LR table and the stored runtime
+        arrays (validated here: they may come from an untrusted artifact)."""
+        from .runtime import NativeEngine, runtime_arrays_from_stored
+
+        arrays = runtime_arrays_from_stored(stored, dense, self.table, self.grammar.ignore, self.vocab, self._eos)
+        self._stored = stored
+        self._dense_lexer = dense
+        return NativeEngine(arrays, lambda: Recognizer(self.grammar, self.table, dense, restrict_lexer=False),
+                            lambda: self.trie, self.vocab.n_logits)
 
     def _compile_in_background(self) -> None:
         try:
@@ -253,8 +329,7 @@ class Mask:
         except GlrmaskError as e:
             self.static_error = e
             return
-        with self._lock:
-            self._engine = engine
+        self._engine = engine
 
     def wait_static(self, timeout: Optional[float] = None) -> bool:
         """``mode="auto"``: wait for the background compile; True once new requests are static."""
@@ -269,16 +344,21 @@ class Mask:
 
     @property
     def recognizer(self) -> Recognizer:
+        """The reference recognizer of the active engine (static: over the dense lexer)."""
         return self._engine.recognizer
 
     @property
     def lexer(self):
-        """The lexer of the active recognizer (a :class:`DenseLexer` in static mode)."""
+        """The lexer of the active engine (a :class:`DenseLexer` in static mode)."""
+        if self._engine.kind == "static":
+            return self._dense_lexer
         return self._engine.recognizer.lexer
 
     @property
-    def _masker(self):
-        return self._engine.masker
+    def n_fallbacks(self) -> int:
+        """Static masks answered by the reference masker (lanes the Parser DWA has no root for)."""
+        e = self._engine
+        return e.n_fallbacks if e.kind == "static" else 0
 
     @property
     def warnings(self) -> list[str]:
@@ -300,7 +380,8 @@ class Mask:
     @classmethod
     def load(cls, path: "str | os.PathLike[str]", vocab: Vocab) -> "Mask":
         """Load a saved mask for ``vocab``; refuses another vocabulary, a damaged file or another
-        format version with :class:`glrmask.ArtifactError`."""
+        format version with :class:`glrmask.ArtifactError`. Nothing is compiled: the arrays are
+        mapped, validated and served."""
         from .mask_artifact import load_mask
 
         return load_mask(path, vocab)
@@ -308,37 +389,65 @@ class Mask:
     # -- requests ---------------------------------------------------------------------------------
     def start(self) -> State:
         engine = self._engine
-        return State(self, _History(engine.recognizer.initial, False, None, 0, engine))
+        if engine.kind == "static":
+            return State(self, engine.start())
+        return State(self, _ReferenceState(self, _History(engine.recognizer.initial, False, None, 0, engine)))
+
+    def _check_state(self, state) -> None:
+        if not isinstance(state, State):
+            raise TypeError(f"expected a glrmask.State, got {type(state).__name__}")
+        if state._mask is not self:
+            raise ValueError("this State belongs to another Mask")
 
     def get_mask(self, state: State) -> np.ndarray:
+        """The packed int32 mask of ``state`` (``ceil(n_logits / 32)`` words)."""
+        self._check_state(state)
         out = np.empty(self.n_words, dtype=np.int32)
-        self._fill(state, out)
+        self._fill_impl(state._impl, out)
         return out
 
-    def fill_mask(self, state: State, out: np.ndarray, row: int = 0) -> None:
-        """Write the mask into row ``row`` of a preallocated ``(batch, words)`` int32 array."""
-        if out.ndim != 2 or out.shape[1] < self.n_words or out.dtype != np.int32:
-            raise ValueError(f"out must be an int32 array of shape (batch, >= {self.n_words})")
-        self._fill(state, out[row])
+    def fill_mask(self, state: State, out, row: int = 0) -> None:
+        """Write the mask into row ``row`` of a preallocated ``(batch, words)`` int32 array (a NumPy
+        array or a CPU torch tensor, pinned memory included; no allocation)."""
+        self._check_state(state)
+        arr = _as_mask_buffer(out, self.n_words)
+        if isinstance(row, bool) or not isinstance(row, (int, np.integer)) or not 0 <= row < arr.shape[0]:
+            raise ValueError(f"row {row!r} is outside the {arr.shape[0]} rows of out")
+        self._fill_impl(state._impl, arr[row])
+
+    def _fill_impl(self, impl, out: np.ndarray) -> None:
+        """``out``: an int32 row of at least ``n_words`` words (extra words are zeroed)."""
+        u = out.view(np.uint32)
+        if impl.fill(u) != 0:  # a lane the Parser DWA has no root for: the reference answers
+            self._engine_of(impl).fill_fallback(impl, out)
+            if self._eos and impl.is_accepting():
+                for t in self._eos:
+                    u[t >> 5] |= np.uint32(1 << (t & 31))
+        if out.shape[0] > self.n_words:
+            out[self.n_words:] = 0
+
+    def _engine_of(self, impl):
+        """The static engine a native state belongs to (the active one, or the one it started on)."""
+        engine = self._engine
+        if engine.kind == "static" and engine.tables is impl.tables:
+            return engine
+        raise ValueError("this State belongs to another Mask")
 
     def is_allowed(self, state: State, token_id: int) -> bool:
-        return self._advance(state._head, int(token_id)) is not None
+        self._check_state(state)
+        return state.fork().commit(token_id)
 
-    def _fill(self, state: State, out: np.ndarray) -> None:
+    def _fill_reference(self, head: _History, out: np.ndarray) -> None:
         with self._lock:
-            self._fill_locked(state, out)
-
-    def _fill_locked(self, state: State, out: np.ndarray) -> None:
-        head = state._head
-        out[:] = 0
-        if head.terminated:
-            return
-        engine = head.engine
-        out[: self.n_words] = engine.masker.token_words(head.configs)
-        if self._eos and engine.recognizer.is_accepting(head.configs):
-            u = out.view(np.uint32)
-            for t in self._eos:
-                u[t >> 5] |= np.uint32(1 << (t & 31))
+            out[:] = 0
+            if head.terminated:
+                return
+            engine = head.engine
+            out[: self.n_words] = engine.masker.token_words(head.configs)
+            if self._eos and engine.recognizer.is_accepting(head.configs):
+                u = out.view(np.uint32)
+                for t in self._eos:
+                    u[t >> 5] |= np.uint32(1 << (t & 31))
 
     def _advance(self, head: _History, token: int) -> Optional[_History]:
         with self._lock:
@@ -361,23 +470,37 @@ class Mask:
         return _History(s, False, head, head.depth + 1, head.engine)
 
     def _forced_tokens(self, state: State, max_bytes: int = 4096) -> list[int]:
-        with self._lock:
-            return self._forced_tokens_locked(state, max_bytes)
-
-    def _forced_tokens_locked(self, state: State, max_bytes: int) -> list[int]:
-        head = state._head
-        if head.terminated:
+        if state.is_terminated():
             return []
-        rec = head.engine.recognizer
-        s = head.configs
+        probe = state._impl.fork()
         forced = bytearray()
-        while len(forced) < max_bytes and not rec.is_accepting(s):
-            nxt = rec.possible_bytes(s)
+        while len(forced) < max_bytes and not probe.is_accepting():
+            nxt = [b for b in range(256) if probe.probe_bytes(bytes((b,)))]
             if len(nxt) != 1:
                 break
             forced.append(nxt[0])
-            s = rec.step(s, nxt[0])
+            probe.commit_bytes(bytes((nxt[0],)))
         return _determined_tokens(self, state, bytes(forced))
+
+
+def _as_mask_buffer(out, n_words: int) -> np.ndarray:
+    """A writable C-contiguous int32 ``(batch, >= n_words)`` NumPy view of ``out`` (NumPy array
+    or CPU torch tensor) — or a clear error (wrong dtype, shape, device, read-only)."""
+    arr = out
+    if not isinstance(arr, np.ndarray):
+        mod = type(out).__module__
+        if mod.startswith("torch"):
+            if out.device.type != "cpu":
+                raise ValueError(f"out must be a CPU tensor (got one on {out.device}); fill on the host and copy")
+            arr = out.numpy()
+        else:
+            raise TypeError(f"out must be a NumPy array or a torch tensor, got {type(out).__name__}")
+    if arr.ndim != 2 or arr.dtype != np.int32 or arr.shape[1] < n_words:
+        raise ValueError(f"out must be an int32 array of shape (batch, >= {n_words}), "
+                         f"got {arr.dtype} {list(arr.shape)}")
+    if not arr.flags.c_contiguous or not arr.flags.writeable:
+        raise ValueError("out must be writable and C-contiguous")
+    return arr
 
 
 def _determined_tokens(mask: Mask, state: State, forced: bytes) -> list[int]:
@@ -445,8 +568,9 @@ def compile(
     ``expand``). ``cache_dir``: reuse static compiles across processes (keyed by
     grammar, vocabulary, options and glrmask version; see :class:`glrmask.compile_cache.CompileCache`).
     ``on_stage(name, seconds, info)`` reports each compile stage as it ends."""
-    grammar = load_grammar(source, format=format, start=start)
-    return compile_grammar(grammar, vocab, mode=mode, limits=limits, cache_dir=cache_dir, on_stage=on_stage)
+    with activate_budget(limits):  # one deadline and memory budget for every stage, front-end included
+        grammar = load_grammar(source, format=format, start=start)
+        return compile_grammar(grammar, vocab, mode=mode, limits=limits, cache_dir=cache_dir, on_stage=on_stage)
 
 
 def compile_json_schema(
@@ -473,37 +597,77 @@ def compile_json_schema(
     from .grammar.lark_frontend import grammar_from_lark
     from .json_schema import lower_json_schema
 
-    text, warnings = lower_json_schema(schema, **schema_options)
-    grammar = grammar_from_lark(text, source_name="<json-schema>")
-    grammar.warnings.extend(warnings)
-    return compile_grammar(grammar, vocab, mode=mode, limits=limits, cache_dir=cache_dir)
+    with activate_budget(limits):
+        text, warnings = lower_json_schema(schema, **schema_options)
+        grammar = grammar_from_lark(text, source_name="<json-schema>")
+        grammar.warnings.extend(warnings)
+        return compile_grammar(grammar, vocab, mode=mode, limits=limits, cache_dir=cache_dir)
 
 
 def compile_grammar(grammar: Grammar, vocab: Vocab, *, mode: str = "static", limits: Optional[dict] = None,
                     cache_dir: "str | os.PathLike[str] | None" = None,
                     on_stage: Optional[Callable[[str, float, dict], None]] = None) -> Mask:
     """Compile an already-built grammar IR (front-ends that produce IR directly)."""
-    if cache_dir is None or mode != "static":
-        return Mask(grammar, vocab, mode=mode, limits=limits, on_stage=on_stage)
-    from .mask_artifact import cached_compile
+    with activate_budget(limits):
+        if cache_dir is None or mode != "static":
+            return Mask(grammar, vocab, mode=mode, limits=limits, on_stage=on_stage)
+        from .mask_artifact import cached_compile
 
-    return cached_compile(grammar, vocab, cache_dir, limits=limits, on_stage=on_stage)
+        return cached_compile(grammar, vocab, cache_dir, limits=limits, on_stage=on_stage)
 
 
-def fill_masks(states: "Sequence[State]", out: np.ndarray, *, n_threads: Optional[int] = None) -> None:
-    """Fill row ``i`` of the ``(batch, words)`` int32 array ``out`` with the mask of ``states[i]``
-    (states may come from different masks; rows past ``len(states)`` are left alone)."""
-    if out.ndim != 2 or out.dtype != np.int32 or out.shape[0] < len(states):
-        raise ValueError(f"out must be an int32 array of shape (>= {len(states)}, words)")
+def fill_masks(states: "Sequence[State]", out, *, n_threads: Optional[int] = None) -> None:
+    """Fill row ``i`` of the ``(batch, words)`` int32 array ``out`` (NumPy or CPU torch) with the
+    mask of ``states[i]``; states may come from different masks. Native states are filled with
+    the GIL released, split over ``n_threads`` threads (default: one per core, at most one per
+    16 rows); rows past ``len(states)`` are left alone."""
+    from glrmask_ext.runtime import NativeState, fill_batch
+
+    states = list(states)
+    if not states:
+        return
+    n_words = max(st._mask.n_words for st in states) if all(isinstance(st, State) for st in states) else 0
+    for st in states:
+        if not isinstance(st, State):
+            raise TypeError(f"fill_masks takes glrmask.State objects, got {type(st).__name__}")
+    arr = _as_mask_buffer(out, n_words)
+    if arr.shape[0] < len(states):
+        raise ValueError(f"out has {arr.shape[0]} rows for {len(states)} states")
+    native = [i for i, st in enumerate(states) if type(st._impl) is NativeState]
+    if n_threads is None:
+        n_threads = max(1, min(os.cpu_count() or 1, len(native) // 16))
+    if native:
+        rows = arr if len(native) == len(states) else np.zeros((len(native), arr.shape[1]), dtype=np.int32)
+        need = fill_batch([states[i]._impl for i in native], rows.view(np.uint32), int(n_threads))
+        if rows is not arr:
+            arr[native] = rows
+        for k in need:
+            i = native[k]
+            states[i]._mask._fill_impl(states[i]._impl, arr[i])
     for i, st in enumerate(states):
-        st._mask.fill_mask(st, out, i)
+        if type(st._impl) is not NativeState:
+            st._mask._fill_impl(st._impl, arr[i])
 
 
-def commit_many(states: "Sequence[State]", tokens: "Sequence[int]") -> list[bool]:
-    """``[states[i].commit(tokens[i]) for i]``: one commit per state."""
+def commit_many(states: "Sequence[State]", tokens: "Sequence[int]", *, n_threads: int = 1) -> list[bool]:
+    """``[states[i].commit(tokens[i]) for i]``; native states commit with the GIL released."""
+    from glrmask_ext.runtime import NativeState, commit_batch
+
+    states = list(states)
     if len(states) != len(tokens):
         raise ValueError(f"{len(states)} states but {len(tokens)} tokens")
-    return [st.commit(t) for st, t in zip(states, tokens)]
+    ids = [_token_id(t, st._mask.n_logits) for st, t in zip(states, tokens)]
+    native = [i for i, st in enumerate(states) if type(st._impl) is NativeState]
+    out = [False] * len(states)
+    if native:
+        res = commit_batch([states[i]._impl for i in native], np.asarray([ids[i] for i in native], dtype=np.int64),
+                           int(n_threads))
+        for k, i in enumerate(native):
+            out[i] = bool(res[k])
+    for i, st in enumerate(states):
+        if type(st._impl) is not NativeState:
+            out[i] = st._impl.commit(ids[i])
+    return out
 
 
 def load(path: "str | os.PathLike[str]", vocab: Vocab) -> Mask:

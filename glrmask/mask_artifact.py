@@ -1,13 +1,13 @@
 """Saving and loading compiled masks (DESIGN §6), and the compile cache built on them.
 
-Why this layout. Everything a static ``Mask`` needs at run time is already flat arrays with
-canonical ids: the dense lexer (minimized, numbered by exploration order), the LR table, the
-stack-effect automata, the Terminal DWA (whose roots are dense lexer states) and the token
-classes with every Terminal-DWA weight as a dense class bitset. The determinized Parser DWA is
-*not* stored: it is rebuilt on demand from those inputs (cheap, memoized), which keeps artifacts
-small and loading a matter of mapping the file. The normalized grammar travels as JSON in the
-header (no pickle anywhere); the trie is per tokenizer and comes from its own disk cache on the
-first mask.
+Why this layout. The artifact *is* the runtime: it stores exactly what the native runtime reads
+— the dense lexer (minimized, canonical ids), the LR table, the complete Parser DWA in its flat
+layout, the condition failure seeds and the class of every token id — so ``Mask.load`` maps the
+file, validates every array (an artifact is untrusted input: ids, offsets, shapes and dtypes are
+all checked, :mod:`glrmask.runtime.tables`) and serves; nothing is compiled or determinized. The
+normalized grammar travels as JSON in the header (no pickle anywhere) for the reference
+recognizer, which answers the rare configuration the Parser DWA has no root for; the trie is per
+tokenizer and comes from its own disk cache only if that happens.
 
 The file is bound to the vocabulary fingerprint it was compiled for, and carries the grammar's
 warnings (the lookahead-collision check needs the lazy lexer, which a loaded mask does not have).
@@ -33,7 +33,7 @@ from .vocab import Vocab
 __all__ = ["ARTIFACT_KIND", "save_mask", "load_mask", "cached_compile"]
 
 ARTIFACT_KIND = "glrmask.mask"
-_PREFIXES = {"lexer": "lex_", "lr": "lr_", "tdwa": "tdwa_"}
+_PREFIXES = {"lexer": "lex_", "lr": "lr_", "runtime": "rt_"}
 
 
 def _prefixed(prefix: str, arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -47,24 +47,13 @@ def _unprefixed(prefix: str, arrays: Mapping[str, np.ndarray]) -> dict[str, np.n
 
 def save_mask(mask, path: "str | os.PathLike[str]") -> None:
     """Write a static mask; see the module docstring for what is stored."""
-    compiled = mask.compiled
-    if compiled is None or mask.active_mode != "static":
+    if mask._stored is None or mask.active_mode != "static":
         raise GlrmaskError("only a static mask can be saved: compile with mode='static' "
                            "(mode='auto': after wait_static())")
-    rec = mask._engine.recognizer
-    pdwa = compiled.pdwa
-    tdwa = pdwa.tdwa
-    n_words = compiled.classes.n_words
-    sets = np.zeros((len(pdwa.class_sets), n_words), dtype=np.uint64)
-    for w, bits in enumerate(pdwa.class_sets):
-        sets[w] = np.frombuffer(bits.to_bytes(n_words * 8, "little"), dtype="<u8")
     arrays: dict[str, np.ndarray] = {}
-    arrays.update(_prefixed(_PREFIXES["lexer"], rec.lexer.arrays()))
+    arrays.update(_prefixed(_PREFIXES["lexer"], mask.lexer.arrays()))
     arrays.update(_prefixed(_PREFIXES["lr"], mask.table.to_arrays()))
-    arrays.update(pdwa.effects.to_arrays())
-    arrays.update(_prefixed(_PREFIXES["tdwa"], tdwa.arrays()))
-    arrays.update(compiled.classes.arrays())
-    arrays["class_sets"] = sets
+    arrays.update(_prefixed(_PREFIXES["runtime"], mask._stored))
     meta = {
         "vocab_fingerprint": mask.vocab.fingerprint,
         "vocab_size": int(mask.vocab.size),
@@ -72,21 +61,14 @@ def save_mask(mask, path: "str | os.PathLike[str]") -> None:
         "grammar": mask.grammar.to_json(),
         "warnings": list(mask.warnings),
         "stages": [[name, _jsonable(info)] for name, info in mask.stats.items()],
-        "pdwa_limits": pdwa.limits,
     }
     write_artifact(path, kind=ARTIFACT_KIND, meta=meta, arrays=arrays)
 
 
 def load_mask(path: "str | os.PathLike[str]", vocab: Vocab, *, verify: bool = True):
     """Load a mask written by :func:`save_mask` for ``vocab``. ``verify=False`` skips the checksum
-    (the only step that reads the whole file)."""
-    from .api import Mask, _CachedStaticWords, _Engine
-    from .compiler.parser_dwa import ParserDWA
-    from .compiler.stack_effects import StackEffects
-    from .compiler.static_mask import CompiledMasks, StaticMasker
-    from .compiler.terminal_dwa import TerminalDWA
-    from .compiler.token_classes import TokenClasses
-    from .recognizer import Recognizer
+    (the only step that reads the whole file); the arrays are validated either way."""
+    from .api import Mask
 
     art = read_artifact(path, kind=ARTIFACT_KIND, expect_fingerprint=vocab.fingerprint, verify=verify)
     meta, arrays = art.meta, art.arrays
@@ -94,31 +76,19 @@ def load_mask(path: "str | os.PathLike[str]", vocab: Vocab, *, verify: bool = Tr
         grammar = Grammar.from_json(meta["grammar"])
         table = LRTable.from_arrays(arrays, prefix=_PREFIXES["lr"])
         lexer = DenseLexer.from_arrays(arrays, prefix=_PREFIXES["lexer"])
-        effects = StackEffects.from_arrays(table, arrays)
-        classes = TokenClasses.from_arrays(arrays)
-        tdwa = TerminalDWA(_unprefixed(_PREFIXES["tdwa"], arrays), n_tokens=classes.n_internal)
-        sets_arr = np.asarray(arrays["class_sets"])
-        class_sets = [int.from_bytes(row.astype("<u8").tobytes(), "little") for row in sets_arr]
-        if len(class_sets) != tdwa.n_weights:
-            raise ArtifactError(f"{path}: {len(class_sets)} class sets for {tdwa.n_weights} weights")
-        pdwa = ParserDWA(tdwa, effects, class_sets, classes.n_classes, **meta.get("pdwa_limits", {}))
-    except ArtifactError:
-        raise
+        stored = _unprefixed(_PREFIXES["runtime"], arrays)
+        mask = Mask.__new__(Mask)
+        mask._init_common(vocab, grammar, grammar, "static")
+        mask.table = table
+        mask._lazy_lexer = None
+        mask._limits = {}
+        mask._warnings = list(meta.get("warnings", []))
+        mask.stats = {name: info for name, info in meta.get("stages", [])}
+        mask._engine = mask._engine_for(lexer, stored)
+    except ArtifactError as e:
+        raise ArtifactError(f"{path}: {e}") from e
     except (KeyError, ValueError, TypeError, IndexError) as e:
         raise ArtifactError(f"{path}: inconsistent mask artifact ({type(e).__name__}: {e})") from e
-
-    mask = Mask.__new__(Mask)
-    mask._init_common(vocab, grammar, grammar, "static")
-    mask.table = table
-    mask._lazy_lexer = None
-    mask._limits = {}
-    mask._warnings = list(meta.get("warnings", []))
-    mask.stats = {name: info for name, info in meta.get("stages", [])}
-    compiled = CompiledMasks(pdwa, classes, mask.stats)
-    rec = Recognizer(grammar, table, lexer, restrict_lexer=False)
-    mask.compiled = compiled
-    masker = StaticMasker(compiled, rec, lambda: mask.trie, vocab.n_logits)
-    mask._engine = _Engine(rec, _CachedStaticWords(masker), "static")
     return mask
 
 

@@ -83,15 +83,21 @@ def test_every_reachable_state_can_still_accept(name):
 
 
 def _can_accept(mask, state, depth: int) -> bool:
-    """Bounded byte-level search through the recognizer for an accepting continuation."""
-    rec = mask.recognizer
-    frontier = {state._head.configs}
+    """Bounded breadth-first search over the next bytes (public API: ``commit_bytes`` on forks)
+    for a continuation that makes the state accepting."""
+    frontier = {state.configuration(): state}
     for _ in range(depth + 1):
-        if any(rec.is_accepting(s) for s in frontier):
+        if any(s.is_accepting() for s in frontier.values()):
             return True
-        frontier = {rec.step(s, b) for s in frontier for b in rec.possible_bytes(s)} - {frozenset()}
-        if len(frontier) > 2000:
-            frontier = set(list(frontier)[:2000])
+        nxt = {}
+        for s in frontier.values():
+            for b in range(256):
+                f = s.fork()
+                if f.commit_bytes(bytes((b,))):
+                    nxt.setdefault(f.configuration(), f)
+            if len(nxt) > 2000:
+                break
+        frontier = nxt
     return False
 
 

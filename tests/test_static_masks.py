@@ -1,11 +1,14 @@
-"""Static masks equal dynamic masks byte for byte (DESIGN §4.8, §5 get_mask).
+"""Static masks equal the reference masker's byte for byte (DESIGN §4.8, §5 get_mask).
 
-The static path (Terminal DWA ∘ stack-effect automata = Parser DWA, walked over the parser stacks
-of each configuration) must admit exactly the tokens the reference recognizer's trie walk admits:
+The native static path (Terminal DWA ∘ stack-effect automata = Parser DWA, walked in C over the
+parser stacks of each configuration) must admit exactly the tokens the reference recognizer's trie
+walk admits on the same configuration — the reference recognizer replays the same bytes over the
+same dense lexer and LR table:
 
-* the hard-case grammars with tiny vocabularies, over every configuration set reachable within a
-  few tokens (breadth-first, exhaustive up to a cap), and over each single configuration;
-* json.lark with GPT-2, over the states of replays of shipped JSON documents and random walks.
+* the hard-case grammars with tiny vocabularies, over every state reachable within a few tokens
+  (breadth-first, exhaustive up to a cap);
+* json.lark with GPT-2, over the states of replays of shipped JSON documents and random walks;
+* lanes the Parser DWA has no root for (bytes committed mid-token) are answered by the reference.
 """
 from __future__ import annotations
 
@@ -18,17 +21,16 @@ import numpy as np
 import pytest
 
 import glrmask
-from _engine_support import allowed, random_walk
+from _engine_support import allowed
 from _grammars import CASE_BY_NAME
 from conftest import DATA, tiny_vocab
 from glrmask.compiler.parser_dwa import ParserDWA
 from glrmask.compiler.stack_effects import StackEffects
-from glrmask.compiler.static_mask import StaticMasker
 from glrmask.compiler.terminal_dwa import CLOSED, TerminalDWA, terminal_labels
 from glrmask.compiler.token_classes import TokenClasses
 from glrmask.dynamic import DynamicMasker
 from glrmask.errors import GrammarTooComplex
-from glrmask.recognizer import BOUNDARY
+from glrmask.lr.glr import StackNode
 
 HARD_CASES = ["ambiguous_expr", "non_lalr", "right_recursive", "nullable_heavy", "keywords_vs_names",
               "lazy_quantifier", "trailing_lookahead", "number_list", "escaped_string",
@@ -49,87 +51,88 @@ def tiny(name: str):
         grammar, pieces = EXTRA_CASES[name]
     else:
         grammar, pieces = CASE_BY_NAME[name].grammar, CASE_BY_NAME[name].pieces
-    mask = glrmask.compile(grammar, tiny_vocab(list(pieces)), format="lark", mode="static")
-    return mask, mask._masker.masker
+    return glrmask.compile(grammar, tiny_vocab(list(pieces)), format="lark", mode="static")
 
 
-def reachable_sets(mask, max_depth: int = 6, max_sets: int = 400) -> list:
-    """Configuration sets reachable by committing allowed tokens, breadth-first."""
+def reachable_states(mask, max_depth: int = 6, max_sets: int = 400) -> list:
+    """(state, bytes committed) for distinct configurations reachable by allowed tokens, breadth-first."""
     seen = {}
-    layer = [mask.start()]
+    layer = [(mask.start(), b"")]
     for _ in range(max_depth + 1):
         nxt = []
-        for state in layer:
-            key = state._head.configs
+        for state, data in layer:
+            key = state.configuration()
             if key in seen or len(seen) >= max_sets:
                 continue
-            seen[key] = None
+            seen[key] = (state, data)
             if state.is_terminated():
                 continue
             for tok in sorted(allowed(mask.get_mask(state))):
                 child = state.fork()
                 if child.commit(tok) and not child.is_terminated():
-                    nxt.append(child)
+                    nxt.append((child, data + mask.vocab.token_bytes(tok)))
         layer = nxt
-    return list(seen)
+    return list(seen.values())
 
 
 @lru_cache(maxsize=None)
 def reference(mask) -> DynamicMasker:
-    """The dynamic masker over the static mask's own recognizer: the trie walk judges the
-    Parser DWA on exactly the same configuration sets."""
+    """The dynamic masker over the static mask's own reference recognizer (same dense lexer,
+    same table): the trie walk judges the native Parser-DWA walk on the same configurations."""
     return DynamicMasker(mask.recognizer, mask.trie, mask.vocab.n_logits)
 
 
-def assert_same(mask, sm: StaticMasker, configs, what) -> None:
-    got = sm.token_words(configs)
-    want = reference(mask).token_words(configs)
-    assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (what, configs)
+def reference_words(mask, data: bytes) -> np.ndarray:
+    """The reference mask after ``data`` (end tokens included when the text is complete)."""
+    rec = mask.recognizer
+    configs = rec.step_bytes(rec.initial, data)
+    words = np.array(reference(mask).token_words(configs))
+    if rec.is_accepting(configs):
+        u = words.view(np.uint32)
+        for e in mask.vocab.eos_token_ids:
+            u[e >> 5] |= np.uint32(1 << (e & 31))
+    return words
+
+
+def assert_same(mask, state, data: bytes, what) -> None:
+    got, want = mask.get_mask(state), reference_words(mask, data)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (what, data)
 
 
 # ------------------------------------------------------------------------------ hard cases
 @pytest.mark.parametrize("name", HARD_CASES + list(EXTRA_CASES))
-def test_static_equals_dynamic_on_every_reachable_configuration_set(name):
-    mask, sm = tiny(name)
-    sets = reachable_sets(mask)
-    assert len(sets) > 1
-    for configs in sets:
-        assert_same(mask, sm, configs, name)
+def test_native_masks_equal_the_reference_on_every_reachable_state(name):
+    mask = tiny(name)
+    states = reachable_states(mask)
+    assert len(states) > 1
+    for state, data in states:
+        assert_same(mask, state, data, name)
+    assert mask.n_fallbacks == 0
 
 
-@pytest.mark.parametrize("name", HARD_CASES + list(EXTRA_CASES))
-def test_static_equals_dynamic_on_each_single_configuration(name):
-    mask, sm = tiny(name)
-    for configs in reachable_sets(mask):
-        for cfg in configs:
-            assert_same(mask, sm, frozenset({cfg}), name)
+def test_a_lane_without_a_parser_dwa_root_is_answered_exactly_by_the_reference():
+    # bytes committed in the middle of a token can leave a lane in a lexer state no token
+    # boundary reaches: the Parser DWA has no root for it, the reference masker answers
+    mask = glrmask.compile('start: "ab" "c"', tiny_vocab(["ab", "c", "abc"]), format="lark", mode="static")
+    state = mask.start()
+    assert state.commit_bytes(b"a")
+    assert_same(mask, state, b"a", "mid-token")
+    assert mask.n_fallbacks > 0
+    assert allowed(mask.get_mask(state)) == set()  # no token starts with "b"
+    assert state.commit_bytes(b"b")
+    assert_same(mask, state, b"ab", "after the lexeme")
 
 
-def test_a_lane_without_a_parser_dwa_root_is_answered_exactly_by_the_dynamic_masker():
-    # the default recognizer restricts lexer states to what the parser can use: mid-lexeme lanes
-    # then sit in states no token boundary of the unrestricted lexer reaches
-    case = CASE_BY_NAME["lazy_quantifier"]
-    mask = glrmask.compile(case.grammar, tiny_vocab(list(case.pieces)), format="lark", mode="dynamic")
-    sm = StaticMasker.for_mask(mask)
-    sets = reachable_sets(mask)
-    assert not all(sm.covers(configs) for configs in sets), "the case should hold restricted states"
-    for configs in sets:
-        got, want = sm.token_words(configs), mask._masker.token_words(configs)
-        assert got.tobytes() == want.tobytes(), configs
-    assert sm.n_fallbacks > 0
-
-
-def test_the_empty_configuration_set_allows_nothing():
-    mask, sm = tiny("ambiguous_expr")
-    assert not sm.token_words(frozenset()).any()
-
-
-def test_end_tokens_are_left_to_the_caller():
-    mask, sm = tiny("right_recursive")
-    for configs in reachable_sets(mask):
-        words = sm.token_words(configs)
-        for eos in mask.vocab.eos_token_ids:
-            assert not (int(words[eos // 32]) >> (eos % 32)) & 1
+def test_a_terminated_state_allows_nothing():
+    mask = tiny("right_recursive")
+    for state, _data in reachable_states(mask):
+        if state.is_accepting():
+            for eos in mask.vocab.eos_token_ids:
+                done = state.fork()
+                assert done.commit(eos) and done.is_terminated()
+                assert not mask.get_mask(done).any()
+            return
+    pytest.fail("no accepting state reached")
 
 
 # ------------------------------------------------------------------------------ the automata themselves
@@ -171,8 +174,8 @@ def test_parser_dwa_denotes_the_tokens_whose_terminals_the_stack_accepts(name):
     mask, tdwa, classes, _sets, pdwa = automata(name)
     glr = mask.recognizer.glr
     class_of = classes.class_of_tokens()
-    stacks = {stack for configs in reachable_sets(mask, max_depth=4, max_sets=60)
-              for cfg in configs for stack in cfg.frontier}
+    stacks = {_stack_node(stack) for state, _data in reachable_states(mask, max_depth=4, max_sets=60)
+              for _lex, _conds, lane_stacks in state.configuration()[1] for stack in lane_stacks}
     for q in tdwa.boundary_states.tolist():
         for stack in sorted(stacks, key=repr)[:25]:
             got = pdwa.accepted(q, stack)
@@ -227,41 +230,55 @@ def test_parser_dwa_is_acyclic_and_its_edges_name_distinct_lr_states():
     assert removed == pdwa.n_states > 0
 
 
+def _stack_node(states: tuple) -> StackNode:
+    node = None
+    for s in states:
+        node = StackNode(s, node)
+    return node
+
+
 # ------------------------------------------------------------------------------ json × GPT-2
 @pytest.fixture(scope="module")
 def json_gpt2(gpt2):
-    mask = glrmask.compile(str(JSON_GRAMMAR), gpt2, mode="static")
-    return mask, mask._masker.masker
+    return glrmask.compile(str(JSON_GRAMMAR), gpt2, mode="static")
 
 
-def test_json_gpt2_static_equals_dynamic_on_document_replays(json_gpt2, gpt2):
-    mask, sm = json_gpt2
+def test_json_gpt2_native_equals_reference_on_document_replays(json_gpt2, gpt2):
+    mask = json_gpt2
     lines = (DATA / "json_documents.jsonl").read_text(encoding="utf-8").splitlines()
     docs = [json.loads(line) for line in lines][:12]
     seen = set()
     for doc in docs:
         state = mask.start()
+        data = b""
         for tok in gpt2.encode(doc):
-            configs = state._head.configs
-            if configs not in seen:
-                seen.add(configs)
-                assert_same(mask, sm, configs, doc[:40])
+            key = state.configuration()
+            if key not in seen:
+                seen.add(key)
+                assert_same(mask, state, data, doc[:40])
             assert state.commit(tok)
+            data += gpt2.token_bytes(tok)
     assert len(seen) > 50
 
 
-def test_json_gpt2_static_equals_dynamic_on_random_walks(json_gpt2):
-    mask, sm = json_gpt2
+def test_json_gpt2_native_equals_reference_on_random_walks(json_gpt2, gpt2):
+    mask = json_gpt2
     rng = random.Random(5)
     n = 0
     for _ in range(8):
-        for state, _ids in random_walk(mask, rng, 30):
-            assert_same(mask, sm, state._head.configs, "random walk")
+        state, data = mask.start(), b""
+        for _step in range(30):
+            assert_same(mask, state, data, "random walk")
             n += 1
+            ids = sorted(allowed(mask.get_mask(state)))
+            tok = rng.choice(ids) if ids else None
+            if tok is None or tok in gpt2.eos_token_ids:
+                break
+            assert state.commit(tok)
+            data += gpt2.token_bytes(tok)
     assert n > 20
 
 
-def test_json_gpt2_words_have_the_token_bitmask_layout(json_gpt2):
-    mask, sm = json_gpt2
-    words = sm.token_words(mask.start()._head.configs)
-    assert words.dtype == np.int32 and words.shape == ((mask.vocab.n_logits + 31) // 32,)
+def test_json_gpt2_masks_have_the_token_bitmask_layout(json_gpt2):
+    words = json_gpt2.get_mask(json_gpt2.start())
+    assert words.dtype == np.int32 and words.shape == ((json_gpt2.vocab.n_logits + 31) // 32,)

@@ -55,7 +55,7 @@ def reachable(name: str, max_depth: int = 5, max_states: int = 300) -> list[tupl
             d, s = replay(dyn, seq), replay(sta, seq)
             if d is None or s is None:
                 continue
-            key = (d._head.configs, s._head.configs, d.is_terminated())
+            key = (d.configuration(), s.configuration())
             if key in seen or len(seen) >= max_states:
                 continue
             seen[key] = seq
@@ -123,7 +123,7 @@ def test_static_mode_answers_every_token_boundary_from_the_parser_dwa(name):
     _dyn, sta = pair(name)
     for seq in reachable(name):
         sta.get_mask(replay(sta, seq))
-    assert sta._masker.masker.n_fallbacks == 0
+    assert sta.n_fallbacks == 0
 
 
 def test_dynamic_recognizer_restricts_the_lexer_and_static_does_not():
@@ -188,7 +188,7 @@ def test_json_gpt2_static_equals_dynamic_on_document_replays(json_pair, gpt2):
         assert d.is_accepting() and s.is_accepting()
         assert sta.get_mask(s).tobytes() == dyn.get_mask(d).tobytes()
     assert n > 100
-    assert sta._masker.masker.n_fallbacks == 0
+    assert sta.n_fallbacks == 0
 
 
 def test_json_gpt2_static_equals_dynamic_on_random_walks(json_pair):

@@ -1,0 +1,261 @@
+"""The arrays the native runtime reads, assembled from a compile or an artifact, and checked.
+
+Why a separate step. The native walk (``glrmask_ext.runtime``) indexes its tables without bounds
+checks — that is what makes it fast — so every array it is handed must be proven in range first.
+Compiled tables are right by construction; an artifact is untrusted input (a recomputed checksum
+proves nothing), so :func:`runtime_arrays_from_stored` validates every id, offset, shape and
+dtype with vectorized numpy checks and raises :class:`~glrmask.errors.ArtifactError` otherwise.
+
+Three groups of arrays:
+
+* *stored* (what :meth:`glrmask.Mask.save` writes besides the lexer and LR table): the complete
+  Parser DWA in its flat layout (:meth:`glrmask.compiler.parser_dwa.ParserDWA.arrays`), the
+  condition failure seeds as class bitsets, and ``class_of_orig`` (the class of every original
+  token id, ``-1`` for none) — :func:`stored_arrays`;
+* *lexer/parser* arrays read from the validated :class:`~glrmask.lexer.dense.DenseLexer` and
+  :class:`~glrmask.lr.table.LRTable`;
+* *expansion and token* arrays derived at load time (class → original ids, dense rows for big
+  classes, token bytes and kinds from the :class:`~glrmask.vocab.Vocab`).
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from glrmask.errors import ArtifactError
+
+__all__ = ["STORED_KEYS", "stored_arrays", "runtime_arrays_from_stored", "build_tables"]
+
+STORED_KEYS = ("boundary_states", "start_accept", "start_state", "edge_ptr", "edge_label", "edge_target",
+               "edge_accept", "default_target", "default_accept", "weights", "cond_ids", "cond_weight",
+               "class_of_orig", "n_classes")
+
+_DENSE_MIN_TOKENS = 256
+"""A class with at least this many tokens expands as one dense row (a word-wise OR) instead of a
+scatter of its ids; the row costs ``n_words / 8`` in the expansion cost model."""
+
+
+def stored_arrays(pdwa, classes, trie, vocab_size: int) -> dict[str, np.ndarray]:
+    """What an artifact stores for the runtime, from a compiled Parser DWA (complete: this runs
+    its full determinization), the token classes and the vocabulary trie."""
+    a = pdwa.arrays()
+    n_words = a["weights"].shape[1]
+    tdwa = pdwa.tdwa
+    conds = np.asarray(tdwa.cond_ids, dtype=np.int32)
+    cond_weight = np.full(len(conds), -1, dtype=np.int32)
+    fail_rows = []
+    for i, w in enumerate(np.asarray(tdwa.fail_seed).tolist()):
+        if w >= 0:
+            cond_weight[i] = a["weights"].shape[0] + len(fail_rows)
+            bits = pdwa.class_sets[w]
+            fail_rows.append(np.frombuffer(bits.to_bytes(n_words * 8, "little"), dtype="<u8"))
+    weights = a["weights"]
+    if fail_rows:
+        weights = np.concatenate([weights, np.stack(fail_rows).astype(np.uint64)])
+    internal_class = classes.class_of_tokens()
+    o2i = np.asarray(trie.orig_to_internal, dtype=np.int64)[:vocab_size]
+    class_of_orig = np.where(o2i >= 0, internal_class[np.maximum(o2i, 0)], -1).astype(np.int32)
+    out = {k: np.ascontiguousarray(a[k], dtype=np.int32) for k in STORED_KEYS[:9]}
+    out["weights"] = np.ascontiguousarray(weights, dtype=np.uint64)
+    out["cond_ids"] = conds
+    out["cond_weight"] = cond_weight
+    out["class_of_orig"] = class_of_orig
+    out["n_classes"] = np.asarray([classes.n_classes], dtype=np.int64)
+    return out
+
+
+def _want(a: Mapping[str, np.ndarray], name: str, dtype, ndim: int) -> np.ndarray:
+    if name not in a:
+        raise ArtifactError(f"runtime array {name!r} missing")
+    x = np.asarray(a[name])
+    if x.dtype != np.dtype(dtype) or x.ndim != ndim:
+        raise ArtifactError(f"runtime array {name!r}: expected {ndim}-d {np.dtype(dtype)}, got {x.ndim}-d {x.dtype}")
+    return x
+
+
+def _in_range(x: np.ndarray, lo: int, hi: int, name: str) -> None:
+    """Every value in ``[lo, hi)``."""
+    if x.size and (int(x.min()) < lo or int(x.max()) >= hi):
+        raise ArtifactError(f"runtime array {name!r}: value outside [{lo}, {hi})")
+
+
+def _csr(ptr: np.ndarray, n_rows: int, n_items: int, name: str) -> None:
+    if ptr.shape != (n_rows + 1,) or (ptr.size and (int(ptr[0]) != 0 or int(ptr[-1]) != n_items)):
+        raise ArtifactError(f"runtime array {name!r}: not a CSR pointer over {n_items} items")
+    if n_rows and bool((np.diff(ptr.astype(np.int64)) < 0).any()):
+        raise ArtifactError(f"runtime array {name!r}: pointers decrease")
+
+
+def runtime_arrays_from_stored(stored: Mapping[str, np.ndarray], lexer, table, ignore: Sequence[str],
+                               vocab, eos_ids: Sequence[int]) -> dict[str, np.ndarray]:
+    """Validate the stored arrays against the lexer, the LR table and the vocabulary and assemble
+    the native runtime's input (see :class:`glrmask_ext.runtime.Tables`)."""
+    dfa = lexer.dfa
+    lex_n = int(dfa.n_states)
+    lex_trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
+    n_conds = int(dfa.cond_trans.shape[0])
+    names = lexer.terminal_names
+    lr_of_lex = np.asarray([table.terminal_index.get(n, -1) for n in names] or [-1], dtype=np.int32)[:len(names)]
+    ignored = set(ignore)
+    lex_ignored = np.asarray([n in ignored for n in names], dtype=np.uint8)
+    futures = np.ascontiguousarray(dfa.futures, dtype=np.uint64)
+    if futures.ndim != 2 or futures.shape[0] != lex_n or futures.shape[1] * 64 < len(names):
+        raise ArtifactError("runtime: lexer futures do not cover every terminal")
+    if len(names) % 64 and futures.shape[1] and bool((futures[:, -1] >> np.uint64(len(names) % 64)).any()):
+        raise ArtifactError("runtime: lexer futures name a terminal that does not exist")
+    ev_ptr = np.ascontiguousarray(dfa.ev_ptr, dtype=np.int32)
+    ev_term = np.ascontiguousarray(dfa.ev_term, dtype=np.int32)
+    ev_cond = np.ascontiguousarray(dfa.ev_cond, dtype=np.int32)
+    _csr(ev_ptr, lex_n * 256, len(ev_term), "lexer ev_ptr")
+    _in_range(ev_term, 0, max(len(names), 1), "lexer ev_term")
+    _in_range(ev_cond, 0, n_conds, "lexer ev_cond")
+    _in_range(lex_trans, -1, lex_n, "lexer trans")
+    cond_trans = np.ascontiguousarray(dfa.cond_trans, dtype=np.int32)
+    _in_range(cond_trans, 0, n_conds, "lexer cond_trans")
+    cond_at_end = np.ascontiguousarray(dfa.cond_at_end, dtype=np.uint8)
+    cond_sat = np.asarray([lexer.cond_satisfiable(c) for c in range(n_conds)], dtype=np.uint8)
+    if cond_at_end.shape != (n_conds,) or lexer.initial < 0 or lexer.initial >= max(lex_n, 1):
+        raise ArtifactError("runtime: inconsistent lexer arrays")
+
+    shift = np.ascontiguousarray(table.shift_table, dtype=np.int32)
+    goto = np.ascontiguousarray(table.goto_table, dtype=np.int32)
+    lr_n, lr_nterm = shift.shape
+    red_off = np.ascontiguousarray(table.reduce_offsets, dtype=np.int32)
+    red_rules = np.ascontiguousarray(table.reduce_rules, dtype=np.int32)
+    rule_len = np.asarray(table.rule_len, dtype=np.int32)
+    rule_lhs = np.asarray(table.rule_lhs, dtype=np.int32)
+    _in_range(shift, -1, lr_n, "LR shift")
+    _in_range(goto, -1, lr_n, "LR goto")
+    if goto.shape[0] != lr_n:
+        raise ArtifactError("runtime: LR goto table has the wrong number of states")
+    _csr(red_off, lr_n * lr_nterm, len(red_rules), "LR reduce_offsets")
+    _in_range(red_rules, 0, len(rule_len), "LR reduce_rules")
+    _in_range(rule_lhs, 0, goto.shape[1], "LR rule_lhs")
+    _in_range(rule_len, 0, 1 << 20, "LR rule_len")
+    _in_range(lr_of_lex, -1, lr_nterm, "terminal map")
+    if not 0 <= table.start_state < lr_n or not 0 <= table.end_id < lr_nterm:
+        raise ArtifactError("runtime: LR start state or end terminal out of range")
+
+    n_classes = int(_want(stored, "n_classes", np.int64, 1)[0])
+    if not 0 <= n_classes < 1 << 24:
+        raise ArtifactError("runtime: implausible number of token classes")
+    cw = max(1, (n_classes + 63) // 64)
+    weights = _want(stored, "weights", np.uint64, 2)
+    if weights.shape[1] != cw:
+        raise ArtifactError(f"runtime array 'weights': {weights.shape[1]} words per weight, need {cw}")
+    if n_classes % 64 and weights.shape[0] and bool((weights[:, -1] >> np.uint64(n_classes % 64)).any()):
+        raise ArtifactError("runtime array 'weights': a bit names a class that does not exist")
+    if n_classes == 0 and bool(weights.any()):
+        raise ArtifactError("runtime array 'weights': bits set with no classes")
+    n_w = weights.shape[0]
+    bs = _want(stored, "boundary_states", np.int32, 1)
+    start_accept = _want(stored, "start_accept", np.int32, 1)
+    start_state = _want(stored, "start_state", np.int32, 1)
+    edge_ptr = _want(stored, "edge_ptr", np.int32, 1)
+    edge_label = _want(stored, "edge_label", np.int32, 1)
+    edge_target = _want(stored, "edge_target", np.int32, 1)
+    edge_accept = _want(stored, "edge_accept", np.int32, 1)
+    d_target = _want(stored, "default_target", np.int32, 1)
+    d_accept = _want(stored, "default_accept", np.int32, 1)
+    pd_n = len(d_target)
+    if not (len(start_accept) == len(start_state) == len(bs)) or len(d_accept) != pd_n:
+        raise ArtifactError("runtime: Parser-DWA arrays disagree in length")
+    if not (len(edge_label) == len(edge_target) == len(edge_accept)):
+        raise ArtifactError("runtime: Parser-DWA edge arrays disagree in length")
+    _in_range(bs, 0, lex_n, "boundary_states")
+    if len(np.unique(bs)) != len(bs):
+        raise ArtifactError("runtime array 'boundary_states': repeated lexer state")
+    _csr(edge_ptr, pd_n, len(edge_label), "edge_ptr")
+    _in_range(edge_label, 0, lr_n, "edge_label")
+    if len(edge_label) > 1:
+        rows = np.repeat(np.arange(pd_n), np.diff(edge_ptr.astype(np.int64)))
+        same_row = rows[1:] == rows[:-1]
+        if bool((same_row & (edge_label[1:] <= edge_label[:-1])).any()):
+            raise ArtifactError("runtime array 'edge_label': labels not ascending within a state")
+    for name, x in (("start_state", start_state), ("edge_target", edge_target), ("default_target", d_target)):
+        _in_range(x, -1, pd_n, name)
+    for name, x in (("start_accept", start_accept), ("edge_accept", edge_accept), ("default_accept", d_accept)):
+        _in_range(x, -1, n_w, name)
+    cond_ids = _want(stored, "cond_ids", np.int32, 1)
+    cond_weight = _want(stored, "cond_weight", np.int32, 1)
+    if len(cond_ids) != len(cond_weight):
+        raise ArtifactError("runtime: condition arrays disagree in length")
+    _in_range(cond_ids, 2, n_conds, "cond_ids")
+    _in_range(cond_weight, -1, n_w, "cond_weight")
+    cond_fail = np.full(n_conds, -2, dtype=np.int32)  # -2: no seed (the reference answers)
+    cond_fail[:2] = -1
+    cond_fail[cond_ids] = cond_weight
+    root_of_lex = np.full(lex_n, -1, dtype=np.int32)
+    root_of_lex[bs] = np.arange(len(bs), dtype=np.int32)
+
+    class_of_orig = _want(stored, "class_of_orig", np.int32, 1)
+    if class_of_orig.shape != (vocab.size,):
+        raise ArtifactError(f"runtime array 'class_of_orig': {class_of_orig.shape[0]} ids for a vocabulary of {vocab.size}")
+    _in_range(class_of_orig, -1, n_classes, "class_of_orig")
+    out = {
+        "lex_trans": lex_trans, "lex_initial": np.int64(lexer.initial), "ev_ptr": ev_ptr, "ev_term": ev_term,
+        "ev_cond": ev_cond, "futures": futures, "cond_trans": cond_trans, "cond_at_end": cond_at_end,
+        "cond_sat": cond_sat, "lr_of_lex": lr_of_lex, "lex_ignored": lex_ignored,
+        "shift": shift, "goto": goto, "red_off": red_off, "red_rules": red_rules, "rule_len": rule_len,
+        "rule_lhs": rule_lhs, "end_id": np.int64(table.end_id), "lr_start": np.int64(table.start_state),
+        "root_of_lex": root_of_lex, "start_accept": start_accept, "start_state": start_state,
+        "edge_ptr": edge_ptr, "edge_label": edge_label, "edge_target": edge_target, "edge_accept": edge_accept,
+        "default_target": d_target, "default_accept": d_accept, "weights": weights, "cond_fail": cond_fail,
+    }
+    out.update(_expansion_arrays(class_of_orig, n_classes, vocab.n_logits))
+    out.update(_token_arrays(vocab, eos_ids))
+    return out
+
+
+def _expansion_arrays(class_of_orig: np.ndarray, n_classes: int, n_logits: int) -> dict[str, np.ndarray]:
+    """Class → original ids (CSR), dense packed rows for the big classes and for the union of all
+    classes (row ``cls_dense[n_classes]``), and the cost of each class in the expansion's cost
+    model (entry ``n_classes`` is the total)."""
+    n_words = (n_logits + 31) // 32
+    ids = np.flatnonzero(class_of_orig >= 0).astype(np.int32)
+    cls = class_of_orig[ids]
+    order = np.argsort(cls, kind="stable")
+    cls_ids = np.ascontiguousarray(ids[order], dtype=np.int32)
+    counts = np.bincount(cls, minlength=n_classes).astype(np.int64) if n_classes else np.zeros(0, np.int64)
+    cls_ptr = np.zeros(n_classes + 1, dtype=np.int32)
+    np.cumsum(counts, out=cls_ptr[1:])
+    big = np.flatnonzero(counts >= max(_DENSE_MIN_TOKENS, n_words // 8)).tolist()
+    cls_dense = np.full(n_classes + 1, -1, dtype=np.int32)
+    rows = np.zeros((len(big) + 1, n_words), dtype=np.uint32)
+    for r, c in enumerate(big):
+        cls_dense[c] = r
+        _set_bits(rows[r], cls_ids[cls_ptr[c]:cls_ptr[c + 1]])
+    cls_dense[n_classes] = len(big)
+    _set_bits(rows[len(big)], cls_ids)
+    cost = counts.copy()
+    cost[big] = max(1, n_words // 8)
+    cls_cost = np.zeros(n_classes + 1, dtype=np.int32)
+    cls_cost[:n_classes] = cost
+    cls_cost[n_classes] = int(cost.sum())
+    return {"cls_ptr": cls_ptr, "cls_ids": cls_ids, "cls_dense": cls_dense, "dense_rows": rows,
+            "cls_cost": cls_cost, "n_words": np.int64(n_words)}
+
+
+def _set_bits(row: np.ndarray, ids: np.ndarray) -> None:
+    np.bitwise_or.at(row, ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
+
+
+def _token_arrays(vocab, eos_ids: Sequence[int]) -> dict[str, np.ndarray]:
+    """Token bytes and kinds (0 text, 1 never text, 2 end token)."""
+    kind = np.zeros(vocab.size, dtype=np.uint8)
+    lens = np.diff(np.asarray(vocab.token_offsets, dtype=np.int64))
+    kind[lens == 0] = 1
+    if vocab.special_token_ids:
+        kind[np.fromiter(vocab.special_token_ids, dtype=np.int64)] = 1
+    eos = np.asarray(sorted(set(int(e) for e in eos_ids)), dtype=np.int32)
+    kind[eos] = 2
+    return {"tok_bytes": np.ascontiguousarray(vocab.token_bytes_concat, dtype=np.uint8),
+            "tok_off": np.ascontiguousarray(vocab.token_offsets, dtype=np.int64), "tok_kind": kind, "eos": eos}
+
+
+def build_tables(arrays: Mapping[str, np.ndarray]):
+    """The native :class:`glrmask_ext.runtime.Tables` over validated arrays."""
+    from glrmask_ext.runtime import Tables
+
+    return Tables(dict(arrays))
