@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import threading
 
 import jsonschema
 import pytest
@@ -175,3 +176,18 @@ def test_a_generation_that_cannot_continue_reports_an_error(client):
     with client.stream("POST", "/v1/completions", json={**body, "stream": True}) as s:
         events = sse_events(s)
     assert "error" in events[-2] and events[-1] == "[DONE]"
+
+
+def test_a_client_that_goes_away_frees_its_request(client):
+    engine = client.app.state.glrmask.engine
+    cancelled = engine.stats.cancelled
+    body = {"prompt": "Long story", "max_tokens": 500, "stream": True}
+    with client.stream("POST", "/v1/completions", json=body) as r:
+        for line in r.iter_lines():
+            if line.startswith("data: "):
+                break  # the first chunk arrived; now hang up
+    for _ in range(600):  # the engine drops it within a few steps
+        if not engine.has_work():
+            break
+        threading.Event().wait(0.1)
+    assert not engine.has_work() and engine.stats.cancelled == cancelled + 1

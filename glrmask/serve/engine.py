@@ -3,10 +3,12 @@ bans (with rewind) and no-repeat-ngram bans applied together on every step.
 
 One step of the engine, for every active request at once:
 
-1. **Forward.** Requests that just joined (or just rewound) feed their pending tokens alone;
-   requests with one pending token are decoded in one batched forward (their KV caches stacked,
-   left-padded, with per-row positions). Each request keeps its own ``DynamicCache``, so joining,
-   leaving and rewinding never disturb the others.
+1. **Forward.** Requests that just joined are prefilled in one forward (prompts left-padded);
+   requests with one pending token (including those that just rewound) are decoded in one batched
+   forward (their KV caches stacked, left-padded, with per-row positions). Each request keeps its
+   own ``DynamicCache``, so joining, leaving and rewinding never disturb the others. On a GPU the
+   forward's kernels are only launched here and nothing waits for them before the masks are filled,
+   so the CPU computes masks while the GPU computes logits.
 2. **Masks.** Grammar-constrained rows are filled in one ``glrmask.fill_masks`` call; then each
    row's phrase-guard bans (tokens banned at this position after a rewind) and no-repeat-ngram bans
    are cleared from it, and ``glrmask.apply_token_bitmask_`` applies all rows at once.
@@ -136,6 +138,8 @@ class EngineStats:
     sampled_tokens: int = 0
     rewinds: int = 0
     relaxed_ngram_steps: int = 0
+    cancelled: int = 0
+    failed: int = 0
 
     def shares(self) -> dict[str, float]:
         """Fraction of the step time in forward, masks, guards, sampling and commit."""
@@ -371,11 +375,18 @@ class Engine:
 
     # ----------------------------------------------------------------------------- forward
     def _forward(self, batch: list[_Active]) -> torch.Tensor:
+        """Next-token logits ``(batch, n_logits)``: new requests prefilled together, the others
+        decoded together (or each alone when ``batch_invariant``)."""
         out = torch.empty((len(batch), self.n_logits), dtype=torch.float32, device=self.device)
-        single = [i for i, a in enumerate(batch) if a.cache is not None and len(a.pending) == 1]
-        alone = [i for i in range(len(batch)) if i not in set(single)]
-        if self.batch_invariant or len(single) == 1:
-            alone, single = sorted(alone + single), []
+        decode = [i for i, a in enumerate(batch) if a.cache is not None and len(a.pending) == 1]
+        prefill = [i for i in range(len(batch)) if _is_new(batch[i])]
+        alone = [i for i in range(len(batch)) if i not in set(decode) | set(prefill)]
+        if self.batch_invariant:
+            alone, decode, prefill = list(range(len(batch))), [], []
+        if len(decode) == 1:
+            alone, decode = alone + decode, []
+        if len(prefill) == 1:
+            alone, prefill = alone + prefill, []
         for i in alone:
             a = batch[i]
             if a.cache is None:
@@ -384,9 +395,31 @@ class Engine:
             res = self.model(input_ids=ids, cache=a.cache, use_cache=True, logits_to_keep=1)
             out[i] = res.logits[0, -1]
             a.pending = []
-        if single:
-            out[single] = self._decode_batch([batch[i] for i in single])
+        if prefill:
+            out[prefill] = self._prefill_batch([batch[i] for i in prefill])
+        if decode:
+            out[decode] = self._decode_batch([batch[i] for i in decode])
         return out
+
+    def _prefill_batch(self, rows: list[_Active]) -> torch.Tensor:
+        """The prompts of new requests in one forward (left-padded); each gets its own cache."""
+        lens = [len(a.pending) for a in rows]
+        longest = max(lens)
+        ids = torch.zeros((len(rows), longest), dtype=torch.long, device=self.device)
+        attn = torch.zeros((len(rows), longest), dtype=torch.long, device=self.device)
+        for i, (a, n) in enumerate(zip(rows, lens)):
+            ids[i, longest - n:] = torch.tensor(a.pending, device=self.device)
+            attn[i, longest - n:] = 1
+        pos = (attn.cumsum(-1) - 1).clamp_min(0)
+        cache = _new_cache(self.model)
+        res = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, cache=cache, use_cache=True,
+                         logits_to_keep=1)
+        for i, (a, n) in enumerate(zip(rows, lens)):
+            data = [(layer.keys[i:i + 1, :, longest - n:].contiguous(),
+                     layer.values[i:i + 1, :, longest - n:].contiguous()) for layer in cache.layers]
+            a.cache = _new_cache(self.model, data)
+            a.pending = []
+        return res.logits[:, -1]
 
     def _decode_batch(self, rows: list[_Active]) -> torch.Tensor:
         """One token for each row in one forward: caches stacked and left-padded, positions per row."""
@@ -539,10 +572,19 @@ class Engine:
             if a in pool:
                 pool.remove(a)
         a.cache = None  # free the KV cache now
+        if reason == "cancelled":
+            self.stats.cancelled += 1
+        elif reason == "error":
+            self.stats.failed += 1
         self._emit(a, tail.text if tail else "", tail.n_tokens if tail else 0, reason, error)
 
     def _fail(self, a: _Active, exc: GlrmaskError) -> None:
         self._finish(a, "error", exc)
+
+
+def _is_new(a: _Active) -> bool:
+    """A request that has not been through the model yet (its whole prompt is pending)."""
+    return a.cache is None
 
 
 def _new_cache(model: Any, data: list | None = None) -> Any:

@@ -149,14 +149,15 @@ class BatchSampler:
         temps = torch.tensor([p.temperature for p in params], dtype=x.dtype, device=dev)
         x = x / temps[:, None]
         n = x.shape[-1]
-        min_p = torch.tensor([p.min_p for p in params], dtype=x.dtype, device=dev)
-        if bool((min_p > 0).any()):
+        # The switches are read from the parameters, not from device tensors: no GPU sync.
+        if any(p.min_p > 0 for p in params):
+            min_p = torch.tensor([p.min_p for p in params], dtype=x.dtype, device=dev)
             probs = x.softmax(dim=-1)
             keep = probs >= min_p[:, None] * probs.max(dim=-1, keepdim=True).values
             x = x.masked_fill(~keep, float("-inf"))
-        top_k = torch.tensor([p.top_k if 0 < p.top_k < n else n for p in params], device=dev)
-        top_p = torch.tensor([p.top_p for p in params], dtype=x.dtype, device=dev)
-        if bool((top_k < n).any()) or bool((top_p < 1).any()):
+        if any(0 < p.top_k < n or p.top_p < 1 for p in params):
+            top_k = torch.tensor([p.top_k if 0 < p.top_k < n else n for p in params], device=dev)
+            top_p = torch.tensor([p.top_p for p in params], dtype=x.dtype, device=dev)
             sorted_x, order = x.sort(dim=-1, descending=True, stable=True)
             rank = torch.arange(n, device=dev).expand_as(sorted_x)
             drop = rank >= top_k[:, None]
