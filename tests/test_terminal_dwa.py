@@ -16,7 +16,7 @@ from functools import lru_cache
 import pytest
 
 import glrmask
-from _engine_support import random_walk
+from _engine_support import allowed
 from _grammars import CASE_BY_NAME
 from conftest import byte_vocab, tiny_vocab
 from glrmask.compiler.terminal_dwa import CLOSED, TerminalDWA, terminal_labels
@@ -254,12 +254,29 @@ def _admitted_by_dwa(mask, dwa, cfg: Config, tok: int, data: bytes) -> bool:
     return False
 
 
+def _walk_configs(mask, rng: random.Random, steps: int) -> set[Config]:
+    """Reference-recognizer configurations along a random walk of allowed byte tokens: each
+    committed token's bytes are replayed through ``mask.recognizer``."""
+    rec, vocab = mask.recognizer, mask.vocab
+    state, cfgs = mask.start(), rec.initial
+    seen = set(cfgs)
+    for _ in range(steps):
+        ids = [t for t in sorted(allowed(mask.get_mask(state))) if vocab.token_bytes(t)]
+        if not ids:
+            break
+        tok = rng.choice(ids)
+        assert state.commit(tok)
+        cfgs = rec.step_bytes(cfgs, vocab.token_bytes(tok))
+        assert cfgs
+        seen |= cfgs
+    return seen
+
+
 @pytest.mark.parametrize("name", HARD_CASES + list(EXTRA_CASES))
 def test_dwa_with_glr_admits_exactly_what_the_recognizer_admits(name):
     mask, _dwa, ignored, label_of = built(name)
     rng = random.Random(name)
-    configs = {cfg for _ in range(6) for state, _ids in random_walk(mask, rng, 8)
-               for cfg in state._head.configs}
+    configs = {cfg for _ in range(6) for cfg in _walk_configs(mask, rng, 8)}
     # runtime lanes hold restricted lexer states: build with them as extra starts
     starts = {c.lex for c in configs if c.lex != BOUNDARY}
     dwa = TerminalDWA.build(mask.lexer, mask.trie, ignored=ignored, label_of=label_of, start_states=starts)

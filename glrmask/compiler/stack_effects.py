@@ -61,6 +61,7 @@ from typing import ClassVar, Iterable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
+from glrmask.budget import current_budget
 from glrmask.errors import ArtifactError, GlrmaskError, GrammarTooComplex
 from glrmask.lr.glr import StackNode
 from glrmask.lr.table import LRTable
@@ -401,38 +402,64 @@ class _TerminalBuilder:
     # -- symbolic execution -------------------------------------------------------------------
     def closure(self, known: tuple[int, ...]) -> tuple[frozenset, frozenset]:
         """Everything reachable from known segment ``known`` without reading: the read nodes
-        where reading must resume, and the finished write sequences."""
-        hit = self._closure.get(known)
+        where reading must resume, and the finished write sequences.
+
+        Iterative (an explicit depth-first stack): a chain of reductions is as long as the
+        grammar's longest chain of unit rules, far deeper than Python's recursion limit."""
+        memo = self._closure
+        hit = memo.get(known)
         if hit is not None:
             return hit
-        if known in self._active:
-            raise StackEffectError(
-                f"terminal {self.name!r}: reductions cycle without a shift (grammar not normalized)"
-            )
-        if len(self._closure) >= self.max_states:
-            raise self._too_complex("symbolic configurations")
-        self._active.add(known)
         ctx = self.ctx
-        reads: set = set()
-        outs: set = set()
-        action = ctx.rows[known[-1]][self.t]
-        if action.shift is not None:
-            outs.add(known + (action.shift,))
-        for r in action.reduces:
-            n_pop, nt = ctx.rule_len[r], ctx.rule_lhs[r]
-            if n_pop < len(known):
-                rest = known[: len(known) - n_pop]
-                g = ctx.goto[rest[-1]][nt]
-                if g >= 0:  # a missing goto cannot happen on a stack the parser can reach
-                    sub_reads, sub_outs = self.closure(rest + (g,))
-                    reads |= sub_reads
-                    outs |= sub_outs
-            else:
-                reads.add((nt, n_pop - len(known)))
-        self._active.discard(known)
-        res = (frozenset(reads), frozenset(outs))
-        self._closure[known] = res
-        return res
+        budget = current_budget()
+        # frames: [segment, None] before expansion; [segment, (reads, outs, children)] after
+        frames: list[list] = [[known, None]]
+        while frames:
+            frame = frames[-1]
+            seg, work = frame
+            if work is None:
+                if seg in memo:
+                    frames.pop()
+                    continue
+                if len(memo) >= self.max_states:
+                    raise self._too_complex("symbolic configurations")
+                budget.tick(f"stack effects (terminal {self.name!r})", len(memo))
+                self._active.add(seg)
+                reads: set = set()
+                outs: set = set()
+                children: list[tuple[int, ...]] = []
+                action = ctx.rows[seg[-1]][self.t]
+                if action.shift is not None:
+                    outs.add(seg + (action.shift,))
+                for r in action.reduces:
+                    n_pop, nt = ctx.rule_len[r], ctx.rule_lhs[r]
+                    if n_pop < len(seg):
+                        rest = seg[: len(seg) - n_pop]
+                        g = ctx.goto[rest[-1]][nt]
+                        if g >= 0:  # a missing goto cannot happen on a stack the parser can reach
+                            children.append(rest + (g,))
+                    else:
+                        reads.add((nt, n_pop - len(seg)))
+                frame[1] = (reads, outs, children)
+                for child in children:
+                    if child in memo:
+                        continue
+                    if child in self._active:
+                        raise StackEffectError(
+                            f"terminal {self.name!r}: reductions cycle without a shift (grammar not "
+                            "normalized)")
+                    frames.append([child, None])
+                continue
+            # every child is finished (the frames above this one were popped)
+            reads, outs, children = work
+            for child in children:
+                sub_reads, sub_outs = memo[child]
+                reads |= sub_reads
+                outs |= sub_outs
+            self._active.discard(seg)
+            memo[seg] = (frozenset(reads), frozenset(outs))
+            frames.pop()
+        return memo[known]
 
     def explicit_moves(self, node: tuple[int, int]) -> list[tuple[int, tuple[frozenset, frozenset]]]:
         """``(label, closure)`` of an explicit-read node, by label (memoized)."""
@@ -454,7 +481,9 @@ class _TerminalBuilder:
         states: list[tuple[frozenset, frozenset]] = [start]
         trans: list[tuple[dict[int, int], int]] = []
         i = 0
+        budget = current_budget()
         while i < len(states):
+            budget.tick(f"stack effects (terminal {self.name!r})", i)
             reads, _ = states[i]
             i += 1
             explicit: dict[int, tuple[set, set]] = {}

@@ -65,6 +65,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from glrmask.budget import current_budget
 from glrmask.errors import GrammarTooComplex
 
 from glrmask_ext.tdwa_walk import Dag as _Dag, subtree_byte_sets as _subtree_byte_sets, walk as _walk
@@ -292,6 +293,7 @@ class _Builder:
 
     # ---------------------------------------------------------------- budgets
     def _check_time(self, stage: str) -> None:
+        current_budget().check(f"terminal DWA ({stage})")
         if self.max_seconds is not None and time.perf_counter() - self.t0 > self.max_seconds:
             raise GrammarTooComplex(
                 f"terminal DWA ({stage}): build took more than {self.max_seconds} s (limit max_seconds)")

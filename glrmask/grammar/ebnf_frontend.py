@@ -24,6 +24,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Union
 
+from glrmask.budget import current_budget
 from glrmask.errors import GrammarError
 from glrmask.grammar.ir import Grammar, Rule, TerminalDef
 
@@ -297,6 +298,9 @@ class _Lowering:
     def __init__(self, user_rules: list[tuple[str, int, _Node]], parser: _Parser) -> None:
         self.parser = parser
         self.rules: list[Rule] = []
+        self._rule_set: set[Rule] = set()
+        self.size = 0
+        self.budget = current_budget()
         self.terminals: dict[str, TerminalDef] = {}
         self._term_by_pattern: dict[str, str] = {}
         self._memo: dict[tuple, str] = {}
@@ -328,8 +332,18 @@ class _Lowering:
 
     def add_rule(self, lhs: str, rhs: list[str]) -> None:
         rule = Rule(lhs, tuple(rhs))
-        if rule not in self.rules:
+        if rule not in self._rule_set:
+            self._grow(1 + len(rhs))
+            self._rule_set.add(rule)
             self.rules.append(rule)
+
+    def _grow(self, n: int) -> None:
+        """Account ``n`` more rules/symbols against the compile budget: repetition counts expand
+        into that many copies, so ``"a"{100000}`` is checked before it is built."""
+        self.size += n
+        self.budget.check_size("front-end (GBNF repetition expansion)", self.size, "grammar",
+                               "max_symbols", "rules and right-hand-side symbols")
+        self.budget.tick("front-end (GBNF repetition expansion)", len(self.rules))
 
     # -- expansion into symbol lists --
     def expand_seq(self, seq: tuple[_Node, ...]) -> list[str]:
@@ -372,6 +386,7 @@ class _Lowering:
         x = self.symbol(node.node)
         if x is None:
             return []
+        self._grow(node.lo)
         out = [x] * node.lo
         if node.hi is None:
             if node.lo >= 1:
@@ -469,14 +484,21 @@ def grammar_from_gbnf(text: str, *, start: str = "root", source_name: str = "<gb
     defined rules, and an unknown start rule.
     """
     parser = _Parser(text, source_name)
-    user_rules = parser.parse()
+    try:
+        user_rules = parser.parse()
+    except RecursionError:
+        raise parser.error("groups nested too deeply; split the expression into named rules") from None
     low = _Lowering(user_rules, parser)
     if start not in low.rule_names:
         available = ", ".join(sorted(low.rule_names)) or "(none)"
         raise GrammarError(f"{source_name}: start rule {start!r} is not defined; rules: {available}")
     # start rule's alternatives first, so dumps read top-down
     ordered = sorted(user_rules, key=lambda r: r[0] != start)
-    low.lower(ordered)
+    try:
+        low.lower(ordered)
+    except RecursionError:
+        raise GrammarError(
+            f"{source_name}: groups nested too deeply; split the expression into named rules") from None
     return Grammar(
         rules=low.rules,
         terminals=low.terminals,

@@ -24,6 +24,7 @@ from lark.grammar import NonTerminal
 from lark.grammar import Terminal as _LarkTerminal
 from lark.lexer import PatternStr
 
+from glrmask.budget import current_budget
 from glrmask.errors import GrammarError, RegexError
 from glrmask.grammar.ir import Grammar, Rule, TerminalDef
 
@@ -50,12 +51,16 @@ def grammar_from_lark(
     """
     start = "start" if start is None else start
     paths = [os.fspath(p) for p in import_paths]
+    budget = current_budget()
+    budget.check("front-end (lark)")
     try:
         lark_grammar, _files = _lark_load_grammar.load_grammar(text, source_name, paths, False)
     except LarkError as e:
         raise _wrap(e, text, source_name) from None
     except OSError as e:  # %import of a file that does not exist
         raise GrammarError(f"{source_name}: cannot import grammar: {e}") from None
+    except RecursionError:
+        raise _too_deep(text, source_name) from None
 
     available = [name for name, params, _tree, _opts in lark_grammar.rule_defs if not params]
     if start not in available:
@@ -63,10 +68,16 @@ def grammar_from_lark(
             f"{source_name}: unknown start rule {start!r}; available rules: "
             + ", ".join(sorted(available))
         )
+    budget.check("front-end (lark)")
     try:
         lark_terminals, lark_rules, ignore = lark_grammar.compile([start], ())
     except LarkError as e:
         raise _wrap(e, text, source_name) from None
+    except RecursionError:
+        raise _too_deep(text, source_name) from None
+    budget.check("front-end (lark)")
+    budget.check_size("front-end (lark)", len(lark_rules) + sum(len(r.expansion) for r in lark_rules),
+                      "grammar", "max_symbols", "rules and right-hand-side symbols after EBNF expansion")
 
     defined = {t.name for t in lark_terminals}
     declared = sorted(
@@ -158,6 +169,24 @@ class _Renamer:
         self._map[key] = new
         self._used.add(new)
         return new
+
+
+def _too_deep(text: str, source_name: str) -> GrammarError:
+    """Lark parses and transforms grammars recursively, so deep nesting exhausts Python's stack;
+    report where the nesting is deepest instead of a RecursionError."""
+    depth = best = pos = 0
+    for i, c in enumerate(text):
+        if c in "([":
+            depth += 1
+            if depth > best:
+                best, pos = depth, i
+        elif c in ")]":
+            depth = max(0, depth - 1)
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return GrammarError(
+        f"{source_name}:{line}:{col}: grammar nested too deeply for lark to parse ({best} levels of "
+        "parentheses/brackets here); split the expression into named rules")
 
 
 def _wrap(e: Exception, text: str, source_name: str) -> GrammarError:

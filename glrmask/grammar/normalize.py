@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from glrmask.budget import current_budget
 from glrmask.errors import GlrmaskError, GrammarError, GrammarTooComplex
 from glrmask.grammar.ir import Grammar, Rule
 
@@ -76,6 +77,35 @@ def _right_end_graph(rules: list[Rule], terminals) -> dict[str, set[str]]:
         if r.rhs and r.rhs[-1] not in terminals:
             g[r.rhs[-1]].add(r.lhs)
     return g
+
+
+def _derivable(rules: list[Rule], given) -> set[str]:
+    """The least set ``S`` of left-hand sides such that ``A ∈ S`` whenever some rule ``A → X1…Xn``
+    has every ``Xi`` in ``S`` or in ``given`` (``given`` = the terminals: productive symbols;
+    empty: nullable ones). A worklist over per-rule counts of unsatisfied occurrences, linear in
+    the grammar's size — a round-robin fixpoint needs one round per link of a rule chain."""
+    pending: list[int] = []
+    users: dict[str, list[int]] = {}
+    out: set[str] = set()
+    work: list[str] = []
+    for i, r in enumerate(rules):
+        need = [x for x in r.rhs if x not in given]
+        pending.append(len(need))
+        for x in need:
+            users.setdefault(x, []).append(i)
+        if not need and r.lhs not in out:
+            out.add(r.lhs)
+            work.append(r.lhs)
+    while work:
+        a = work.pop()
+        for i in users.get(a, ()):
+            pending[i] -= 1
+            if not pending[i]:
+                lhs = rules[i].lhs
+                if lhs not in out:
+                    out.add(lhs)
+                    work.append(lhs)
+    return out
 
 
 def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -121,6 +151,8 @@ class _Normalizer:
         self.used.update(s for r in grammar.rules for s in r.rhs)
         self.used.update(grammar.terminals)
         self.counter = 0
+        self.clock = current_budget()
+        self.steps = 0
 
     # -- helpers ---------------------------------------------------------------------------------
     def fresh(self, base: str, kind: str) -> str:
@@ -134,7 +166,12 @@ class _Normalizer:
                 self.used.add(name)
                 return name
 
+    def tick(self, step: str) -> None:
+        self.clock.check(f"normalize ({step})")
+
     def budget(self, n: int, step: str) -> None:
+        self.steps += 1
+        self.clock.tick(f"normalize ({step})", self.steps)
         if n > self.max_rules:
             raise GrammarTooComplex(
                 f"normalize: step '{step}' exceeded max_rules={self.max_rules} ({n} rules)"
@@ -149,6 +186,7 @@ class _Normalizer:
         rules, start = self.eliminate_epsilon(rules, start)
         rules = self.clean(rules, start)
         for _ in range(100):
+            self.tick("fixed point")
             before = rules
             rules = self.collapse_unit_cycles(rules, start)
             rules = self.break_right_recursion(rules, start)
@@ -171,16 +209,8 @@ class _Normalizer:
     # -- 1. unproductive / unreachable -------------------------------------------------------------
     def clean(self, rules: list[Rule], start: str) -> list[Rule]:
         terms = self.terms
-        productive: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for r in rules:
-                if r.lhs not in productive and all(
-                    s in terms or s in productive for s in r.rhs
-                ):
-                    productive.add(r.lhs)
-                    changed = True
+        self.tick("removing unproductive symbols")
+        productive = _derivable(rules, terms)
         if start not in productive:
             raise GrammarError(
                 f"{self.g.source_name}: the grammar's language is empty "
@@ -203,14 +233,8 @@ class _Normalizer:
     # -- 2. ε-elimination --------------------------------------------------------------------------
     def eliminate_epsilon(self, rules: list[Rule], start: str) -> tuple[list[Rule], str]:
         terms = self.terms
-        nullable: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for r in rules:
-                if r.lhs not in nullable and all(s in nullable for s in r.rhs):
-                    nullable.add(r.lhs)
-                    changed = True
+        self.tick("ε-elimination")
+        nullable = _derivable(rules, frozenset())
         if not nullable:
             return rules, start
         out: list[Rule] = []

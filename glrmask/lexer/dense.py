@@ -76,9 +76,13 @@ class DenseLexer:
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_lexer(cls, lexer: Lexer, *, max_states: int = 200_000, max_conds: int = 200_000,
-                   max_seconds: Optional[float] = None) -> "DenseLexer":
+                   max_seconds: Optional[float] = None,
+                   max_transitions: Optional[int] = None) -> "DenseLexer":
         """Explore and minimize ``lexer`` (see :meth:`LexerDFA.explore`; the budgets raise
-        :class:`~glrmask.errors.GrammarTooComplex`)."""
+        :class:`~glrmask.errors.GrammarTooComplex`). ``max_transitions`` is the lazy lexer's
+        memory limit, read through the compile budget (:mod:`glrmask.budget`); it is accepted here
+        so that one ``limits["lexer"]`` dict serves both."""
+        del max_transitions
         dfa = LexerDFA.explore(lexer, max_states=max_states, max_conds=max_conds, max_seconds=max_seconds)
         return cls(dfa, lexer.terminal_names)
 

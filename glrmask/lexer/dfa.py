@@ -39,6 +39,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+from glrmask.budget import current_budget
 from glrmask.errors import ArtifactError, GrammarTooComplex
 
 from .lexer import Lexer
@@ -98,11 +99,12 @@ class LexerDFA:
         ``max_conds`` pending conditions are reachable (the lexer's own ``max_states`` applies to
         its interning as well), or the exploration takes more than ``max_seconds``.
         """
-        states, trans_raw, ev_raw, ev_lists = _explore_states(lexer, start_states, max_states, max_seconds)
-        conds, cond_trans_raw = _explore_conds(lexer, ev_lists, max_conds)
+        check = _Deadline(max_seconds)
+        states, trans_raw, ev_raw, ev_lists = _explore_states(lexer, start_states, max_states, check)
+        conds, cond_trans_raw = _explore_conds(lexer, ev_lists, max_conds, check)
         at_end = np.array([lexer.cond_at_end(c) for c in conds], dtype=np.uint8)
 
-        cond_cls = _minimize_conds(cond_trans_raw, at_end)
+        cond_cls = _minimize_conds(cond_trans_raw, at_end, check)
         cond_new = _first_occurrence_ids(cond_cls)  # TRUE/FALSE are rows 0/1: they keep 0/1
         cond_of = {c: int(cond_new[i]) for i, c in enumerate(conds)}
 
@@ -110,6 +112,7 @@ class LexerDFA:
         n_words = max(1, (n_terms + 63) // 64)
         fut_rows = np.zeros((len(states), n_words), dtype=np.uint64)
         for i, q in enumerate(states):
+            check.tick("lexer DFA export (futures)", i)
             for t in lexer.futures(q):
                 fut_rows[i, t // 64] |= np.uint64(1) << np.uint64(t % 64)
 
@@ -126,7 +129,7 @@ class LexerDFA:
             raw_to_mapped[k] = mid
         ev_key = raw_to_mapped[ev_raw]
 
-        state_cls = _minimize_states(trans_raw, ev_key, fut_rows)
+        state_cls = _minimize_states(trans_raw, ev_key, fut_rows, check)
         state_new = _first_occurrence_ids(state_cls)
         n_states = int(state_new.max()) + 1 if len(states) else 0
         reps = np.empty(n_states, dtype=np.int64)
@@ -141,8 +144,12 @@ class LexerDFA:
         creps[cond_new[::-1]] = np.arange(len(conds) - 1, -1, -1)
         cond_trans = cond_new[cond_trans_raw[creps]].astype(np.int32)
 
-        state_map = np.full(max(states) + 1 if states else 0, _UNEXPLORED, dtype=np.int32)
-        state_map[np.asarray(states, dtype=np.int64)] = state_new
+        # a lexer without terminals starts DEAD: its export is one state whose every byte is DEAD
+        # (so ``initial`` stays a valid state id); DEAD itself is never in the lazy-id map
+        lazy = np.asarray(states, dtype=np.int64)
+        live = lazy >= 0
+        state_map = np.full(int(lazy.max()) + 1 if live.any() else 0, _UNEXPLORED, dtype=np.int32)
+        state_map[lazy[live]] = state_new[live]
         cond_map = np.full(max(conds) + 1, _UNEXPLORED, dtype=np.int32)
         cond_map[np.asarray(conds, dtype=np.int64)] = cond_new
         return cls(
@@ -307,8 +314,27 @@ class LexerDFA:
 
 
 # ---------------------------------------------------------------------- exploration
+class _Deadline:
+    """The export's own ``max_seconds`` (from its start) together with the compile's budget: every
+    loop of the export — exploration, conditions, futures, minimization rounds — checks both."""
+
+    def __init__(self, max_seconds: float | None) -> None:
+        self.max_seconds = max_seconds
+        self.deadline = None if max_seconds is None else time.perf_counter() + max_seconds
+        self.budget = current_budget()
+
+    def check(self, stage: str) -> None:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise GrammarTooComplex(f"{stage}: took more than {self.max_seconds:g} s (limit max_seconds)")
+        self.budget.check(stage)
+
+    def tick(self, stage: str, i: int) -> None:
+        if not i & 31:
+            self.check(stage)
+
+
 def _explore_states(lexer: Lexer, start_states: Iterable[int] | None, max_states: int,
-                    max_seconds: float | None = None):
+                    check: _Deadline):
     """Breadth-first over all bytes. Returns the lazy states in visiting order, their raw
     transition table (exploration indices, -1 DEAD), the raw event-list id per transition and the
     distinct raw event lists (lazy condition ids)."""
@@ -337,12 +363,8 @@ def _explore_states(lexer: Lexer, start_states: Iterable[int] | None, max_states
     rows_t: list[list[int]] = []
     rows_e: list[list[int]] = []
     step = lexer.step
-    deadline = None if max_seconds is None else time.perf_counter() + max_seconds
     while queue:
-        if deadline is not None and not len(rows_t) & 31 and time.perf_counter() > deadline:
-            raise GrammarTooComplex(
-                f"lexer DFA export: took more than {max_seconds:g} s after {len(states)} lexer states "
-                "(limit max_seconds)")
+        check.tick(f"lexer DFA export (after {len(states)} lexer states)", len(rows_t))
         q = queue.popleft()
         rt = [DEAD] * 256
         re_ = [0] * 256
@@ -363,7 +385,7 @@ def _explore_states(lexer: Lexer, start_states: Iterable[int] | None, max_states
     return states, trans, evs, ev_lists
 
 
-def _explore_conds(lexer: Lexer, ev_lists: list[tuple], max_conds: int):
+def _explore_conds(lexer: Lexer, ev_lists: list[tuple], max_conds: int, check: _Deadline):
     """Every condition named by an event, closed under ``cond_step``; TRUE and FALSE are always
     indices 0 and 1. Returns the lazy ids in visiting order and their raw transition table."""
     conds = [Lexer.TRUE, Lexer.FALSE]
@@ -389,20 +411,22 @@ def _explore_conds(lexer: Lexer, ev_lists: list[tuple], max_conds: int):
     rows: list[list[int]] = [[0] * 256, [1] * 256]
     step = lexer.cond_step
     while queue:
+        check.tick("lexer DFA export (match conditions)", len(rows))
         c = queue.popleft()
         rows.append([visit(step(c, b)) for b in range(256)])
     return conds, np.array(rows, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------- minimization
-def _refine(cls: np.ndarray, targets: np.ndarray, extra: np.ndarray | None = None) -> np.ndarray:
+def _refine(cls: np.ndarray, targets: np.ndarray, check: _Deadline, stage: str) -> np.ndarray:
     """Moore refinement to the fixed point: split classes whose members' rows
-    ``(own class, class of each target [-1 = none], extra columns)`` differ."""
+    ``(own class, class of each target [-1 = none])`` differ. A chain of ``n`` states needs ``n``
+    rounds (counted repeats), so every round checks the deadline."""
     n_cls = np.unique(cls).size  # (initial labels need not be contiguous)
     while True:
+        check.check(stage)
         tcls = np.where(targets >= 0, cls[np.maximum(targets, 0)], -1)
-        cols = [cls[:, None], tcls] + ([extra] if extra is not None else [])
-        rows = np.ascontiguousarray(np.concatenate(cols, axis=1))
+        rows = np.ascontiguousarray(np.concatenate([cls[:, None], tcls], axis=1))
         _, new = np.unique(rows, axis=0, return_inverse=True)
         new = new.reshape(-1)
         n_new = int(new.max()) + 1 if new.size else 0
@@ -411,20 +435,21 @@ def _refine(cls: np.ndarray, targets: np.ndarray, extra: np.ndarray | None = Non
         cls, n_cls = new, n_new
 
 
-def _minimize_conds(trans: np.ndarray, at_end: np.ndarray) -> np.ndarray:
+def _minimize_conds(trans: np.ndarray, at_end: np.ndarray, check: _Deadline) -> np.ndarray:
     # initial blocks: TRUE, FALSE, pending failing at the end, pending passing at the end
     init = np.where(at_end.astype(np.int64) > 0, 3, 2)
     init[0], init[1] = 0, 1
-    return _refine(init, trans)
+    return _refine(init, trans, check, "lexer DFA minimization (match conditions)")
 
 
-def _minimize_states(trans: np.ndarray, ev_key: np.ndarray, futures: np.ndarray) -> np.ndarray:
+def _minimize_states(trans: np.ndarray, ev_key: np.ndarray, futures: np.ndarray,
+                     check: _Deadline) -> np.ndarray:
     if trans.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
     # event lists and futures never change during refinement: fold them into the first blocks
     first = np.concatenate([futures.view(np.int64), ev_key], axis=1)
     _, init = np.unique(np.ascontiguousarray(first), axis=0, return_inverse=True)
-    return _refine(init.reshape(-1), trans)
+    return _refine(init.reshape(-1), trans, check, "lexer DFA minimization (lexer states)")
 
 
 def _first_occurrence_ids(cls: np.ndarray) -> np.ndarray:

@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, Sequence
 
+from glrmask.budget import current_budget
 from glrmask.errors import GrammarTooComplex, RegexError
 
 from .program import (
@@ -110,6 +111,7 @@ class Lexer:
             {} for _ in range(n)
         ]
         self._ts_total = 0
+        self._n_trans = 0  # memoized byte transitions (joint and lane), see _transition_added
         self._ts_future: list[dict[int, bool]] = [{} for _ in range(n)]
         # conditions
         self._conds: list[tuple | None] = [None, None]
@@ -161,6 +163,7 @@ class Lexer:
             events.extend(ev)
         res = (self._intern_joint(tuple(nxt)), tuple(events))
         self._js_step[key] = res
+        self._transition_added()
         return res
 
     def scan(self, state: int, data: bytes) -> tuple[int, list[tuple[int, int, int]]]:
@@ -254,6 +257,22 @@ class Lexer:
         return () if ts < 0 else self._ts[terminal][ts][0]
 
     # ------------------------------------------------------------------ interning
+    def _transition_added(self) -> None:
+        """Memory and time budget of a compile (DESIGN §4.11): the memo tables are what grows — a
+        few hundred bytes per byte transition, 256 per state the dense export visits — so while a
+        compile runs their size is limited by ``limits["lexer"]["max_transitions"]`` and its
+        deadline is checked. Outside a compile (a dynamic mask serving requests) neither applies:
+        the lexer's ``max_states`` still bounds it."""
+        self._n_trans += 1
+        if self._n_trans & 1023:
+            return
+        budget = current_budget()
+        if not budget.active:
+            return
+        budget.check("lexer")
+        budget.check_size("lexer", self._n_trans, "lexer", "max_transitions",
+                          "memoized byte transitions (large counted repeats or long literals?)")
+
     def _budget(self, what: int, label: str) -> None:
         if what >= self.max_states:
             raise GrammarTooComplex(
@@ -587,6 +606,7 @@ class Lexer:
                 break
         res = (self._intern_lane(t, tuple(new), self._canon_trackers(tr2, new)), tuple(events))
         memo[key] = res
+        self._transition_added()
         return res
 
     def _lane_future(self, t: int, ts: int) -> bool:

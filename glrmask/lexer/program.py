@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 
+from glrmask.budget import current_budget
 from glrmask.errors import GrammarTooComplex, RegexError
 
 from . import charsets
@@ -87,6 +88,8 @@ class Program:
                 f"lexer NFA: terminal {self._budget_owner} needs more than {self.max_nodes} "
                 "instructions (limit max_nfa_nodes); simplify its regex (large counted repeats?)"
             )
+        if not len(self.kind) & 1023:
+            current_budget().check(f"lexer NFA (terminal {self._budget_owner})")
         self.kind.append(kind)
         self.a.append(a)
         self.b.append(b)

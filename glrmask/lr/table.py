@@ -27,6 +27,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from glrmask.budget import current_budget
 from glrmask.errors import ArtifactError, GrammarError, GrammarTooComplex
 from glrmask.grammar.ir import Grammar, Rule
 
@@ -262,7 +263,9 @@ class _Builder:
         nullable = [False] * n_nt
         first = [0] * n_nt
         changed = True
+        budget = current_budget()
         while changed:
+            budget.check("LR table (FIRST sets)")
             changed = False
             for i, codes in enumerate(rhs_codes):
                 a = self.rule_lhs[i]
@@ -292,7 +295,11 @@ class _Builder:
         lookahead is ``spontaneous_la | (L if inherits)`` where ``L`` is the lookahead of ``B``."""
         T = self.T
         self.pre: list[list[tuple[int, int, bool]]] = []
+        budget = current_budget()
+        max_items = budget.size_limit("lr", "max_closure_items")
+        total = 0
         for b in range(len(self.nonterminals)):
+            budget.tick("LR table (closures)", b)
             items: dict[int, list] = {}
             work: deque[int] = deque()
             for r in self.rules_of[b]:
@@ -318,6 +325,12 @@ class _Builder:
                         if nm != cur[0] or ni != cur[1]:
                             cur[0], cur[1] = nm, ni
                             work.append(c2)
+            total += len(items)
+            if total > max_items:
+                raise GrammarTooComplex(
+                    f"LR table (closures): more than {max_items} precomputed closure items after "
+                    f"{b + 1} of {len(self.nonterminals)} nonterminals (limit lr.max_closure_items); "
+                    "long chains of unit rules need one item per rule below each one")
             self.pre.append([(c, m, inh) for c, (m, inh) in items.items()])
 
     def closure(self, kernel: dict[int, int]) -> dict[int, int]:
@@ -349,7 +362,11 @@ class _Builder:
         index: dict[frozenset, int] = {self._key(start, lalr): 0}
         work: deque[int] = deque([0])
         queued = {0}
+        budget = current_budget()
+        steps = 0
         while work:
+            steps += 1
+            budget.tick("LR table (item sets)", steps)
             s = work.popleft()
             queued.discard(s)
             for kern in self.successors(self.closure(kernels[s])).values():
@@ -400,7 +417,9 @@ class _Builder:
         # sparse rows: trans[s] maps a symbol code (terminal id, or T + nonterminal id) to a target
         trans: list[dict[int, int]] = []
         reduces: list[dict[int, list[int]]] = []
-        for kern in kernels:
+        budget = current_budget()
+        for i_kern, kern in enumerate(kernels):
+            budget.tick("LR table (rows)", i_kern)
             items = self.closure(kern)
             trans.append(
                 {sym: index[self._key(succ, lalr)] for sym, succ in self.successors(items).items()}
@@ -439,7 +458,9 @@ def _minimize(trans, reduces, start, final):
         key = (tuple((t, tuple(rs)) for t, rs in sorted(reduces[s].items())), tuple(syms[s]))
         cls.append(sig0.setdefault(key, len(sig0)))
     n_cls = len(sig0)
+    budget = current_budget()
     while True:
+        budget.check("LR table (merging identical rows)")
         sigs: dict[tuple, int] = {}
         new = []
         for s in range(n):

@@ -1,0 +1,170 @@
+"""Every compile stage honours the compile budget (DESIGN §4.11, issue #16).
+
+Hostile grammars end in :class:`glrmask.GrammarTooComplex` naming the stage and the limit — never a
+hang, an out-of-memory kill or a non-glrmask exception. The budgets here are small so each case
+runs in seconds; the time checks allow the deadline × 1.5 plus a generous margin for a loaded
+machine (they catch a stage that ignores the deadline, which would run for minutes).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+import glrmask
+from glrmask import GrammarError, GrammarTooComplex
+from glrmask.budget import CompileBudget
+
+MARGIN_S = 10.0
+"""Slack on top of ``max_seconds × 1.5``: scheduling noise, not the stage's own overrun."""
+
+
+@pytest.fixture(scope="module")
+def vocab() -> glrmask.Vocab:
+    return glrmask.Vocab.default()
+
+
+def chain(n: int) -> str:
+    """``start: r0``, ``r0: r1``, …, ``r{n-1}: "x"``: the longest possible chain of unit rules."""
+    return "start: r0\n" + "".join(f"r{i}: r{i + 1}\n" for i in range(n - 1)) + f'r{n - 1}: "x"\n'
+
+
+def too_complex(src: str, vocab, **kw) -> tuple[GrammarTooComplex, float]:
+    t0 = time.perf_counter()
+    with pytest.raises(GrammarTooComplex) as info:
+        glrmask.compile(src, vocab, **kw)
+    return info.value, time.perf_counter() - t0
+
+
+# ---------------------------------------------------------------- memory: counted repeats, literals
+LEXER_MEMORY = {"lexer": {"max_transitions": 50_000}}
+
+
+@pytest.mark.parametrize("src, fmt", [
+    ("start: A\nA: /a{100000}/\n", "lark"),
+    ('start: "' + "x" * 100_000 + '"', "lark"),
+    ("a{100000}", "regex"),
+], ids=["counted-repeat-terminal", "long-literal", "regex-format"])
+def test_a_lexer_with_a_state_per_byte_ends_at_its_transition_budget(vocab, src, fmt):
+    err, _ = too_complex(src, vocab, format=fmt, limits=LEXER_MEMORY)
+    assert "lexer" in str(err) and "lexer.max_transitions" in str(err)
+
+
+def test_the_lexer_transition_budget_is_not_met_by_shipped_grammars(vocab):
+    mask = glrmask.compile("grammars/json.lark", vocab, mode="dynamic")
+    assert mask.start() is not None
+
+
+# ---------------------------------------------------------------- time: lexer export and minimization
+@pytest.mark.parametrize("pattern", [r"[a-z0-9]{1,5000}", r"(?s:.){1,1000}"])
+def test_lexer_export_and_minimization_honour_the_deadline(vocab, pattern):
+    budget = 2.0
+    err, elapsed = too_complex(f"start: A\nA: /{pattern}/\n", vocab, limits={"max_seconds": budget})
+    assert "lexer" in str(err) and "max_seconds" in str(err)
+    assert elapsed < budget * 1.5 + MARGIN_S
+
+
+# ---------------------------------------------------------------- front-ends: repetition expansion
+@pytest.mark.parametrize("src", ["root ::= [a-z]{0,100000}", 'root ::= "a"{100000}'])
+def test_gbnf_repetition_expansion_is_budgeted_before_it_is_built(vocab, src):
+    err, _ = too_complex(src, vocab, limits={"grammar": {"max_symbols": 10_000}})
+    assert "front-end (GBNF repetition expansion)" in str(err)
+    assert "grammar.max_symbols" in str(err)
+
+
+def test_gbnf_long_optional_repetition_ends_in_a_budget_error_by_default(vocab):
+    err, _ = too_complex("root ::= [a-z]{0,100000}", vocab)
+    assert "normalize" in str(err) or "grammar.max_symbols" in str(err)
+
+
+def test_a_long_repeated_literal_honours_the_deadline_after_the_front_end(vocab):
+    budget = 2.0
+    err, elapsed = too_complex('root ::= "a"{100000}', vocab, limits={"max_seconds": budget})
+    assert "max_seconds" in str(err)
+    assert elapsed < budget * 1.5 + MARGIN_S
+
+
+def test_lark_grammars_count_against_the_grammar_budget(vocab):
+    err, _ = too_complex(chain(1000), vocab, limits={"grammar": {"max_symbols": 1_000}})
+    assert "front-end (lark)" in str(err) and "grammar.max_symbols" in str(err)
+
+
+# ---------------------------------------------------------------- LR closures
+def test_a_long_unit_rule_chain_ends_at_the_closure_budget(vocab):
+    err, _ = too_complex(chain(2000), vocab, limits={"lr": {"max_closure_items": 100_000}})
+    assert "LR table (closures)" in str(err) and "lr.max_closure_items" in str(err)
+
+
+def test_a_5000_rule_chain_ends_in_a_budget_error_by_default(vocab):
+    err, _ = too_complex(chain(5000), vocab, mode="dynamic")
+    assert "LR table" in str(err)
+
+
+def test_the_deadline_covers_the_front_end_and_the_lr_stages(vocab):
+    budget = 3.0
+    err, elapsed = too_complex(chain(5000), vocab, mode="dynamic",
+                               limits={"max_seconds": budget, "lr": {"max_closure_items": 10**9}})
+    assert "max_seconds" in str(err)
+    assert elapsed < budget * 1.5 + MARGIN_S
+
+
+# ---------------------------------------------------------------- no uncaught exceptions
+def test_a_1000_rule_chain_compiles_statically_without_recursion(vocab):
+    mask = glrmask.compile(chain(1000), vocab)
+    state = mask.start()
+    assert state.commit_bytes(b"x") and state.is_accepting()
+
+
+def test_a_grammar_whose_only_sentence_is_empty_compiles(vocab):
+    mask = glrmask.compile("start: \n", vocab, mode="dynamic")
+    state = mask.start()
+    assert state.is_accepting()
+    assert not state.commit_bytes(b"a")
+
+
+def test_deeply_nested_lark_groups_are_a_grammar_error_with_a_position(vocab):
+    with pytest.raises(GrammarError, match=r"<grammar>:1:\d+: grammar nested too deeply"):
+        glrmask.compile("start: " + "(" * 2000 + '"a"' + ")" * 2000, vocab)
+
+
+def test_deeply_nested_gbnf_groups_are_a_grammar_error(vocab):
+    with pytest.raises(GrammarError, match="nested too deeply"):
+        glrmask.compile("root ::= " + "(" * 5000 + '"a"' + ")" * 5000, vocab)
+
+
+# ---------------------------------------------------------------- the limits themselves
+@pytest.mark.parametrize("limits", [
+    {"max_seconds": -1}, {"max_seconds": "10"}, {"max_memory_mb": 0},
+    {"grammar": {"max_symbols": 0}}, {"lr": 5},
+])
+def test_malformed_limits_are_refused(limits):
+    with pytest.raises(ValueError):
+        CompileBudget(limits)
+
+
+# ---------------------------------------------------------------- default limits, measured memory
+def _peak_rss_mb_of(code: str) -> tuple[str, float]:
+    """Run ``code`` in a fresh interpreter; its stdout and its peak resident memory in MiB."""
+    wrapper = (code + "\nimport resource, sys\n"
+               "sys.stdout.write(' rss=%d' % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024))\n")
+    out = subprocess.run([sys.executable, "-c", wrapper], capture_output=True, text=True, timeout=600,
+                         cwd=os.path.dirname(os.path.dirname(__file__)))
+    text = out.stdout
+    return text, float(text.rsplit("rss=", 1)[1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("src", ["start: A\\nA: /a{100000}/\\n", "start: \\\"" + "x" * 100_000 + "\\\""])
+def test_default_lexer_budget_ends_long_before_memory_grows_large(src):
+    code = ("import glrmask\n"
+            "try:\n"
+            f"    glrmask.compile(\"{src}\", glrmask.Vocab.default())\n"
+            "    print('compiled', end='')\n"
+            "except glrmask.GrammarTooComplex as e:\n"
+            "    print('too complex:', e, end='')\n")
+    text, rss = _peak_rss_mb_of(code)
+    assert text.startswith("too complex:") and "lexer" in text
+    assert rss < 4096
