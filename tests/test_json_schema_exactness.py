@@ -155,3 +155,19 @@ def test_reorder_and_lowering_share_the_resolver():
     target, ptr = refs.resolve("n.json", s)
     assert target is s["$defs"]["n"] and ptr == "/$defs/n"
     assert list(reorder_to_schema({"a": 1, "b": 2}, s)) == ["b", "a"]
+
+
+def test_ref_siblings_are_ignored_in_draft7_and_apply_in_2020_12():
+    import jsonschema
+    defs = {"definitions": {"s": {"type": "string"}}}
+    old = {"$schema": "http://json-schema.org/draft-07/schema#", **defs, "$ref": "#/definitions/s", "maxLength": 1}
+    new = {**defs, "$ref": "#/definitions/s", "maxLength": 1}
+    assert jsonschema.Draft7Validator(old).is_valid("abc") and not valid(new, "abc")
+    assert accepts(parser_for(old), dumps("abc"))
+    assert not accepts(parser_for(new), dumps("abc")) and accepts(parser_for(new), dumps("a"))
+
+
+def test_required_keys_without_a_declaration_follow_the_declared_ones():
+    s = {"properties": {"a": {}}, "required": ["z", "a"]}
+    assert list(reorder_to_schema({"z": 1, "q": 2, "a": 3}, s)) == ["a", "z", "q"]
+    check(s, [{"a": 1, "z": 2, "q": 3}])

@@ -334,6 +334,8 @@ class Lowerer:
     def _normalize(self, schema: dict, ptr: str, depth: int) -> Any:
         self.check_keywords(schema, ptr)
         orig = schema
+        if self.refs.ref_overrides_siblings and isinstance(schema.get('$ref'), str):
+            schema = {'$ref': schema['$ref']}
         user = self.refs.in_document(orig)  # internal keywords are the lowering's own, never the user's
         schema = {k: v for k, v in schema.items() if _malformed(k, v) is None and not (user and k in INTERNAL)}
         applicators = ('$ref', 'allOf', 'not', 'if', 'then', 'else', 'dependentRequired', 'dependentSchemas',
@@ -819,7 +821,8 @@ class Lowerer:
 
     def lower_body(self, schema: dict, ptr: str, depth: int) -> list[list[str]]:
         # A bare $ref: just point at the target's rule (keeps recursion finite).
-        if set(schema) - ANNOTATIONS == {'$ref'} and isinstance(schema['$ref'], str):
+        if isinstance(schema.get('$ref'), str) and (set(schema) - ANNOTATIONS == {'$ref'}
+                                                    or self.refs.ref_overrides_siblings):
             self.check_keywords(schema, ptr)
             r = self.resolve_ref(schema['$ref'], schema, _ptr_join(ptr, '$ref'))
             if r is None:

@@ -60,6 +60,8 @@ class SchemaRefs:
             raise RefError(f"the schema's resources cannot be registered: {error}")
         self._ptr: dict[int, str] = {}
         self._walk_pointers(root)
+        # drafts 3-7: "all other properties in a $ref object MUST be ignored" (2019-09 made them apply)
+        self.ref_overrides_siblings = isinstance(dialect, str) and first.name in ('draft-03', 'draft-04', 'draft-06', 'draft-07')
 
     def _register(self, root: Any, spec: Any) -> None:
         self.spec = spec

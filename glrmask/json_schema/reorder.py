@@ -37,7 +37,7 @@ class _Walk:
             except RefError:
                 return {}
             rest = {k: v for k, v in s.items() if k != '$ref'}
-            s = {'allOf': [rest, target]} if rest else target
+            s = {'allOf': [rest, target]} if rest and not self.refs.ref_overrides_siblings else target
         return s
 
     def valid_under(self, branch: Any, inst: Any) -> bool:
@@ -93,6 +93,9 @@ class _Walk:
             add(s['properties'].items())
         for sub in s.get('allOf', []) if isinstance(s.get('allOf'), list) else []:
             add(self.props(sub, depth + 1))
+        if depth == 0:  # required keys that no part declares follow the declared ones
+            add((r, {}) for part in self.parts(s) for r in (part.get('required') or [])
+                if isinstance(part.get('required'), list) and isinstance(r, str))
         return out
 
     def pick(self, schema: Any, inst: Any, depth: int) -> Any:
