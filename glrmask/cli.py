@@ -389,6 +389,8 @@ class TokenChooser:
         weight[count(backslash) > 0] *= 0.005  # escapes: valid, rare in real text
         self.lengths, self.first, self.weight, self.whitespace = lengths, first, weight, whitespace
         self.eos = np.asarray(sorted(vocab.eos_token_ids), dtype=np.int64)
+        self.is_eos = np.zeros(self.n, dtype=bool)
+        self.is_eos[self.eos] = True
 
     def only_layout(self, ids: np.ndarray) -> bool:
         """Every token in ``ids`` is whitespace: once the text could end, going on adds nothing."""
@@ -402,9 +404,14 @@ class TokenChooser:
         weight, then a token starting with it in proportion to its weight."""
         first = self.first[ids]
         p = self.weight[ids] / np.bincount(first, minlength=257)[first]
-        p /= p.sum()
-        k = min(k, int(np.count_nonzero(p)))
-        return self.rng.choice(ids, size=k, replace=False, p=p)
+        if k == 1:  # inverse CDF: O(n), where Generator.choice(p=…) sorts
+            cdf = np.cumsum(p)
+            j = min(int(np.searchsorted(cdf, self.rng.random() * cdf[-1], side="right")), len(ids) - 1)
+            return ids[j:j + 1]
+        # k without replacement: the k smallest exponential race times (Efraimidis–Spirakis)
+        race = self.rng.exponential(size=len(ids)) / p
+        k = min(k, len(ids))
+        return ids[np.argpartition(race, k - 1)[:k]]
 
     def choose(self, state, ids: np.ndarray, n_tok: int) -> int:
         """The next token among ``ids`` (allowed, no end token among them) after ``n_tok`` tokens."""
@@ -425,7 +432,7 @@ class TokenChooser:
             probe = state.fork()
             probe.commit(int(tok))
             allowed = allowed_ids(self.mask.get_mask(probe), self.n)
-            ends = self.eos.size and np.isin(self.eos, allowed).any()
+            ends = bool(self.is_eos[allowed].any())
             sizes[j] = 1.0 if ends or (not self.eos.size and probe.is_accepting()) else max(1, len(allowed))
         sharpness = 16.0 * (progress - 0.5) if progress < 1.0 else 50.0
         logits = -sharpness * np.log(sizes)
@@ -447,8 +454,8 @@ def sample_tokens(mask, chooser: TokenChooser, rng: np.random.Generator, limit: 
     state = mask.start()
     for n_tok in range(limit):
         ids = allowed_ids(mask.get_mask(state), chooser.n)
-        eos_ok = eos[np.isin(eos, ids)]
-        rest = ids[~np.isin(ids, eos)] if eos.size else ids
+        end = chooser.is_eos[ids]
+        eos_ok, rest = ids[end], ids[~end]
         can_end = eos_ok.size > 0 or (eos.size == 0 and state.is_accepting())
         if can_end and (rest.size == 0 or chooser.only_layout(rest) or rng.random() < chooser.end_probability(n_tok)):
             if eos_ok.size:
