@@ -171,3 +171,22 @@ def test_required_keys_without_a_declaration_follow_the_declared_ones():
     s = {"properties": {"a": {}}, "required": ["z", "a"]}
     assert list(reorder_to_schema({"z": 1, "q": 2, "a": 3}, s)) == ["a", "z", "q"]
     check(s, [{"a": 1, "z": 2, "q": 3}])
+
+
+def test_dynamic_ref_with_a_single_dynamic_anchor_is_a_static_ref():
+    s = {"$id": "https://example.com/root", "type": "array", "items": {"$dynamicRef": "#items"},
+         "$defs": {"foo": {"$dynamicAnchor": "items", "type": "string"}}}
+    check(s, [["a"], []], [[1]])
+
+
+def test_recursive_dynamic_ref_lowers_as_recursion():
+    s = {"$id": "https://example.com/tree", "$dynamicAnchor": "node", "type": "object",
+         "properties": {"kids": {"type": "array", "items": {"$dynamicRef": "#node"}}}, "additionalProperties": False}
+    check(s, [{}, {"kids": [{"kids": []}]}], [{"kids": [1]}, {"x": 1}])
+
+
+def test_dynamic_ref_whose_target_depends_on_the_dynamic_scope_is_refused():
+    s = {"$defs": {"a": {"$dynamicAnchor": "x", "type": "string"},
+                   "b": {"$id": "b.json", "$dynamicAnchor": "x", "type": "integer"}}, "$dynamicRef": "#x"}
+    with pytest.raises(UnsupportedSchema, match="#/\\$dynamicRef: .*dynamic scope"):
+        json_schema_to_grammar(s)

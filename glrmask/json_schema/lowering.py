@@ -47,7 +47,7 @@ ANNOTATIONS = frozenset({
     'readOnly', 'writeOnly', 'deprecated', 'contentMediaType', 'contentEncoding', 'contentSchema',
     '$anchor', '$dynamicAnchor', '$recursiveAnchor', '$defs', 'definitions', '$vocabulary',
 })
-UNSUPPORTED = ('$dynamicRef', '$recursiveRef')
+UNSUPPORTED = ('$recursiveRef',)
 INTERNAL = frozenset({'__patterns', '__formats', '__extras', '__notstr', '__notnum', '__contains', '__unique'})
 STRUCTURAL = frozenset({
     'type', 'enum', 'const', 'properties', 'required', 'additionalProperties', 'patternProperties',
@@ -55,7 +55,7 @@ STRUCTURAL = frozenset({
     'pattern', 'format', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf',
     'minProperties', 'maxProperties', 'anyOf', 'oneOf', 'allOf', '$ref', 'nullable', 'not', 'if', 'then',
     'else', 'dependentRequired', 'dependentSchemas', 'dependencies', 'propertyNames', 'contains',
-    'minContains', 'maxContains', 'uniqueItems', 'unevaluatedProperties', 'unevaluatedItems',
+    'minContains', 'maxContains', 'uniqueItems', 'unevaluatedProperties', 'unevaluatedItems', '$dynamicRef',
 }) | INTERNAL | frozenset(UNSUPPORTED)
 
 COUNT_KEYWORDS = ('minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties',
@@ -288,10 +288,10 @@ class Lowerer:
 
     # ------------------------------------------------------------------ refs
 
-    def resolve_ref(self, ref: str, at: Any, ptr: str) -> tuple[Any, str] | None:
+    def resolve_ref(self, ref: str, at: Any, ptr: str, dynamic: bool = False) -> tuple[Any, str] | None:
         """Target and pointer of the `$ref` found in document node `at`; None (reported) if unresolvable."""
         try:
-            return self.refs.resolve(ref, at)
+            return self.refs.resolve_dynamic(ref, at) if dynamic else self.refs.resolve(ref, at)
         except RefError as e:
             self.problem(ptr, str(e))
             return None
@@ -338,12 +338,16 @@ class Lowerer:
             schema = {'$ref': schema['$ref']}
         user = self.refs.in_document(orig)  # internal keywords are the lowering's own, never the user's
         schema = {k: v for k, v in schema.items() if _malformed(k, v) is None and not (user and k in INTERNAL)}
-        applicators = ('$ref', 'allOf', 'not', 'if', 'then', 'else', 'dependentRequired', 'dependentSchemas',
+        applicators = ('$ref', '$dynamicRef', 'allOf', 'not', 'if', 'then', 'else', 'dependentRequired', 'dependentSchemas',
                        'dependencies', 'unevaluatedProperties', 'unevaluatedItems')
         own = self._normalize_own({k: v for k, v in schema.items() if k not in applicators}, ptr)
         parts: list[Any] = [own]
         if '$ref' in schema:
             r = self.resolve_ref(schema['$ref'], orig, _ptr_join(ptr, '$ref'))
+            if r is not None:
+                parts.append(self.normalize(r[0], r[1], depth + 1))
+        if '$dynamicRef' in schema:
+            r = self.resolve_ref(schema['$dynamicRef'], orig, _ptr_join(ptr, '$dynamicRef'), dynamic=True)
             if r is not None:
                 parts.append(self.normalize(r[0], r[1], depth + 1))
         for i, s in enumerate(schema.get('allOf', ())):
@@ -825,6 +829,12 @@ class Lowerer:
                                                     or self.refs.ref_overrides_siblings):
             self.check_keywords(schema, ptr)
             r = self.resolve_ref(schema['$ref'], schema, _ptr_join(ptr, '$ref'))
+            if r is None:
+                return [[self.any_value(depth)]]
+            return [[self.lower(r[0], r[1], depth)]]
+        if set(schema) - ANNOTATIONS == {'$dynamicRef'} and isinstance(schema['$dynamicRef'], str):
+            self.check_keywords(schema, ptr)
+            r = self.resolve_ref(schema['$dynamicRef'], schema, _ptr_join(ptr, '$dynamicRef'), dynamic=True)
             if r is None:
                 return [[self.any_value(depth)]]
             return [[self.lower(r[0], r[1], depth)]]
@@ -1480,7 +1490,7 @@ def _malformed(k: str, v: Any) -> str | None:
     if k in SCHEMA_LIST_KEYWORDS:
         ok = isinstance(v, list) and all(_is_schema(x) for x in v) and (bool(v) or k == 'prefixItems')
         return None if ok else f"{k} must be a non-empty array of schemas"
-    if k in ('pattern', 'format', '$ref'):
+    if k in ('pattern', 'format', '$ref', '$dynamicRef'):
         return None if isinstance(v, str) else f"{k} must be a string"
     if k == 'dependentRequired':
         ok = isinstance(v, dict) and all(isinstance(x, list) and all(isinstance(r, str) for r in x) for x in v.values())

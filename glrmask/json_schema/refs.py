@@ -59,6 +59,7 @@ class SchemaRefs:
         else:
             raise RefError(f"the schema's resources cannot be registered: {error}")
         self._ptr: dict[int, str] = {}
+        self.dynamic_anchors: dict[str, int] = {}  # $dynamicAnchor name -> how many nodes declare it
         self._walk_pointers(root)
         # drafts 3-7: "all other properties in a $ref object MUST be ignored" (2019-09 made them apply)
         self.ref_overrides_siblings = isinstance(dialect, str) and first.name in ('draft-03', 'draft-04', 'draft-06', 'draft-07')
@@ -94,6 +95,9 @@ class SchemaRefs:
                 continue
             self._ptr[id(node)] = ptr
             base = self._base.setdefault(id(node), base)
+            if isinstance(node, dict) and isinstance(node.get('$dynamicAnchor'), str):
+                name = node['$dynamicAnchor']
+                self.dynamic_anchors[name] = self.dynamic_anchors.get(name, 0) + 1
             items = node.items() if isinstance(node, dict) else enumerate(node)
             for k, v in items:
                 if isinstance(v, (dict, list)) and not (isinstance(node, dict) and k in DATA_KEYWORDS):
@@ -110,6 +114,18 @@ class SchemaRefs:
     def base_of(self, node: Any) -> str:
         """Base URI a `$ref` inside `node` resolves against (the nearest enclosing `$id`)."""
         return self._base.get(id(node), self.root_uri)
+
+    def resolve_dynamic(self, ref: str, at: Any) -> tuple[Any, str]:
+        """A `$dynamicRef` whose target does not depend on the dynamic scope: it resolves like `$ref`,
+        and either lands on no `$dynamicAnchor` of its name or that name is declared only once in the
+        document (so every dynamic scope finds the same schema)."""
+        target, ptr = self.resolve(ref, at)
+        name = urllib.parse.unquote(ref.split('#', 1)[1]) if '#' in ref else None
+        if isinstance(target, dict) and name is not None and target.get('$dynamicAnchor') == name \
+                and self.dynamic_anchors.get(name, 0) > 1:
+            raise RefError(f"$dynamicRef {ref!r}: {self.dynamic_anchors[name]} schemas declare "
+                           f"$dynamicAnchor {name!r}, so the target depends on the dynamic scope")
+        return target, ptr
 
     def resolve(self, ref: str, at: Any) -> tuple[Any, str]:
         """``(target schema, its JSON pointer)`` for the `$ref` value `ref` found in node `at`."""

@@ -41,6 +41,7 @@ MATRIX: list[tuple[str, str, str]] = [
     ("unevaluatedProperties / unevaluatedItems", PARTIAL, "where the evaluated set is static (properties/patternProperties/additionalProperties, prefixItems/items across allOf and $ref); "
      "over anyOf/oneOf/if/dependentSchemas branches unsupported"),
     ("$ref / $defs / definitions", SUPPORTED, "resolved by the `referencing` library against the nearest `$id` (embedded resources, `$anchor`, relative, `urn:` and absolute-path refs), recursion; sibling keywords apply as allOf"),
+    ("$dynamicRef / $dynamicAnchor", PARTIAL, "as $ref when the target does not depend on the dynamic scope (its name is declared by one $dynamicAnchor, or the target has none); otherwise unsupported"),
     ("remote $ref", IGNORED_LENIENT, "only refs into the same document (its embedded resources included)"),
     ("minLength / maxLength", SUPPORTED, f"count code points; an escape counts as the one character it denotes; bounds above {MAX_COUNT_BOUND} are GrammarTooComplex"),
     ("pattern", SUPPORTED, "ECMA-262 (`u` flag), unanchored search on the decoded value, ASCII `\\d \\w`; `\\p{…}`/`\\P{…}` general categories (Unicode data of the running Python), Any, ASCII, Assigned; "
