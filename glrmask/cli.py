@@ -333,8 +333,8 @@ class TokenChooser:
     Why not uniform: most allowed tokens are alike (a hundred digit tokens against one ``,``,
     thousands of word pieces against one closing quote), so uniform draws make 300-digit numbers
     and endless strings. Instead, every step draws a first byte uniformly among those the mask
-    allows (whitespace, non-ASCII, control bytes and escapes damped), then a token starting with
-    it. From half
+    allows (the digits as one; whitespace, non-ASCII, control bytes and escapes damped), then a
+    token starting with it. From half
     of ``max_tokens`` on it also prefers to finish: it looks one token ahead at a few candidates
     and favours those after which fewer tokens are allowed (a closed string or bracket leaves few
     choices, an opened one many), increasingly so until, past ``max_tokens``, it takes the
@@ -388,6 +388,9 @@ class TokenChooser:
         backslash[ord("\\")] = True
         weight[count(backslash) > 0] *= 0.005  # escapes: valid, rare in real text
         self.lengths, self.first, self.weight, self.whitespace = lengths, first, weight, whitespace
+        # what a draw is uniform over: the first byte, all ten digits counting as one (else numbers
+        # outweigh everything else wherever they may start or go on)
+        self.kind = np.where((first >= 48) & (first <= 57), 48, first)
         self.eos = np.asarray(sorted(vocab.eos_token_ids), dtype=np.int64)
         self.is_eos = np.zeros(self.n, dtype=bool)
         self.is_eos[self.eos] = True
@@ -400,10 +403,11 @@ class TokenChooser:
         return min(1.0, 0.15 + 0.85 * n_tok / self.max_tokens)
 
     def _draw(self, ids: np.ndarray, k: int) -> np.ndarray:
-        """Up to ``k`` distinct ids: a first byte with probability proportional to its tokens' mean
-        weight, then a token starting with it in proportion to its weight."""
-        first = self.first[ids]
-        p = self.weight[ids] / np.bincount(first, minlength=257)[first]
+        """Up to ``k`` distinct ids: a first byte (any digit counts as one) with probability
+        proportional to its tokens' mean weight, then a token starting with it in proportion to its
+        weight."""
+        kind = self.kind[ids]
+        p = self.weight[ids] / np.bincount(kind, minlength=257)[kind]
         if k == 1:  # inverse CDF: O(n), where Generator.choice(p=…) sorts
             cdf = np.cumsum(p)
             j = min(int(np.searchsorted(cdf, self.rng.random() * cdf[-1], side="right")), len(ids) - 1)
@@ -418,7 +422,9 @@ class TokenChooser:
         progress = n_tok / self.max_tokens
         if progress < 0.5:
             return int(self._draw(ids, 1)[0])
-        plain = ids[self.weight[ids] >= 0.05]  # damped tokens (escapes …) would win on small masks alone
+        # neither layout (it never finishes anything) nor damped tokens (escapes …) are candidates:
+        # both would win on small masks alone
+        plain = ids[(self.weight[ids] >= 0.05) & ~self.whitespace[ids]]
         candidates = self._draw(plain if plain.size else ids, self.CANDIDATES)
         if progress >= 1.0:  # past the budget: short tokens only, and every short punctuation mark
             short = ids[self.lengths[ids] == self.lengths[ids].min()]
