@@ -18,7 +18,7 @@ import numpy as np
 
 from .budget import activate_budget
 from .collisions import find_lookahead_collisions
-from .dynamic import DynamicMasker
+from .dynamic import DEFAULT_STEP_TRANSITIONS, DynamicMasker
 from .errors import GlrmaskError
 from .grammar.ir import Grammar
 from .grammar.loader import load_grammar
@@ -29,6 +29,7 @@ from .lr.table import LRTable
 from .recognizer import ConfigSet, Recognizer
 from .trie import VocabTrie
 from .vocab import Vocab
+from glrmask_ext.runtime import NativeState
 
 MODES = ("static", "dynamic", "auto")
 
@@ -287,7 +288,8 @@ class Mask:
 
     def _dynamic_engine(self) -> _Engine:
         rec = Recognizer(self.grammar, self.table, self._lazy_lexer)
-        return _Engine(rec, DynamicMasker(rec, self.trie, self.vocab.n_logits), "dynamic")
+        fuel = self._limits.get("dynamic", {}).get("max_step_transitions", DEFAULT_STEP_TRANSITIONS)
+        return _Engine(rec, DynamicMasker(rec, self.trie, self.vocab.n_logits, max_step_transitions=fuel), "dynamic")
 
     def _static_engine(self, on_stage=None):
         import time
@@ -401,19 +403,27 @@ class Mask:
 
     def get_mask(self, state: State) -> np.ndarray:
         """The packed int32 mask of ``state`` (``ceil(n_logits / 32)`` words)."""
-        self._check_state(state)
+        if type(state) is not State or state._mask is not self:
+            self._check_state(state)
         out = np.empty(self.n_words, dtype=np.int32)
-        self._fill_impl(state._impl, out)
+        impl = state._impl
+        if type(impl) is not NativeState or impl.fill_into(out, 0) != 0:
+            self._fill_impl(impl, out)
         return out
 
     def fill_mask(self, state: State, out, row: int = 0) -> None:
         """Write the mask into row ``row`` of a preallocated ``(batch, words)`` int32 array (a NumPy
         array or a CPU torch tensor, pinned memory included; no allocation)."""
-        self._check_state(state)
+        if type(state) is not State or state._mask is not self:
+            self._check_state(state)
+        impl = state._impl
+        if type(impl) is NativeState and type(out) is np.ndarray and type(row) is int:
+            if impl.fill_into(out, row) == 0:  # checks the buffer; NEEDS_FALLBACK: below
+                return
         arr = _as_mask_buffer(out, self.n_words)
         if isinstance(row, bool) or not isinstance(row, (int, np.integer)) or not 0 <= row < arr.shape[0]:
             raise ValueError(f"row {row!r} is outside the {arr.shape[0]} rows of out")
-        self._fill_impl(state._impl, arr[row])
+        self._fill_impl(impl, arr[row])
 
     def _fill_impl(self, impl, out: np.ndarray) -> None:
         """``out``: an int32 row of at least ``n_words`` words (extra words are zeroed)."""

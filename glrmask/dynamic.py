@@ -16,10 +16,16 @@ from .trie import VocabTrie
 from glrmask_ext.dynamic_walk import walk_trie
 
 
+DEFAULT_STEP_TRANSITIONS = 200_000
+"""New configuration-set transitions one dynamic mask may compute (each is one byte step of the
+reference recognizer; a cached transition costs nothing): the per-step fuel of DESIGN §4.11."""
+
+
 class DynamicMasker:
     """Computes the allowed byte tokens of a configuration set as a bitmap over internal ids."""
 
-    def __init__(self, recognizer: Recognizer, trie: VocabTrie, n_logits: int, *, cache_size: int = 2048):
+    def __init__(self, recognizer: Recognizer, trie: VocabTrie, n_logits: int, *, cache_size: int = 2048,
+                 max_step_transitions: "int | None" = DEFAULT_STEP_TRANSITIONS):
         self.recognizer = recognizer
         self.trie = trie
         self._depth = np.ascontiguousarray(trie.node_depth, dtype=np.int32)
@@ -31,6 +37,7 @@ class DynamicMasker:
         self._n_logits = n_logits
         self._cache: OrderedDict[ConfigSet, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
+        self.max_step_transitions = max_step_transitions
 
     def token_words(self, s: ConfigSet) -> np.ndarray:
         """Packed int32 words over original ids (the byte tokens that keep ``s`` alive; no end
@@ -52,6 +59,10 @@ class DynamicMasker:
         if s:
             rec = self.recognizer
             rec.trim()
-            walk_trie(rec, rec.sid(s), self._depth, self._byte, self._internal, self._end,
-                      self._max_depth, allowed)
+            rec.set_fuel(self.max_step_transitions)
+            try:
+                walk_trie(rec, rec.sid(s), self._depth, self._byte, self._internal, self._end,
+                          self._max_depth, allowed)
+            finally:
+                rec.set_fuel(None)
         return np.packbits(allowed, bitorder="little").view("<u8").astype(np.uint64, copy=False)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import GrammarTooComplex
 from .grammar.ir import Grammar
 from .lexer import Lexer
 from .lr.glr import GLR, Frontier
@@ -64,6 +65,7 @@ class Recognizer:
         self.lexer = lexer
         self.glr = GLR(table)
         self.max_cached_sets = max_cached_sets
+        self._fuel: "int | None" = None
         names = lexer.terminal_names
         # lexer terminal id -> LR terminal id (None for terminals the rules never use)
         self._lr_term = [table.terminal_index.get(n) for n in names]
@@ -108,8 +110,22 @@ class Recognizer:
     def set_of(self, sid: int) -> ConfigSet:
         return self._sets[sid]
 
+    def set_fuel(self, fuel: "int | None") -> None:
+        """Allow at most ``fuel`` new transitions until the next call (``None``: unlimited): a
+        dynamic mask over a grammar whose configurations never repeat (``/a{100000}/``) ends in
+        :class:`GrammarTooComplex` instead of running for minutes (llguidance's lexer fuel)."""
+        self._fuel = fuel
+
     def fill(self, sid: int, byte: int) -> int:
         """Compute and memoize the transition of set ``sid`` on ``byte`` (-2 when dead)."""
+        if self._fuel is not None:
+            self._fuel -= 1
+            if self._fuel < 0:
+                self._fuel = None
+                raise GrammarTooComplex(
+                    "dynamic mask: more than the allowed new parser/lexer configurations in one step "
+                    "(limit max_step_transitions; raise it with limits={'dynamic': {'max_step_transitions': N}} "
+                    "or compile with mode='static')")
         nxt = self._step_configs(self._sets[sid], byte)
         r = self.sid(nxt) if nxt else self.DEAD_ID
         self.table[sid, byte] = r

@@ -30,6 +30,7 @@ answer it with the reference masker.
 import numpy as np
 cimport numpy as cnp
 
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE
 from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThread_free_lock,
                                PyThread_acquire_lock, PyThread_release_lock, WAIT_LOCK)
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
@@ -1238,6 +1239,51 @@ cdef class NativeState:
     def configuration(self) -> tuple:
         """The lanes as a hashable, sorted tuple (see ``glrmask.State.configuration``)."""
         return tuple(sorted((lex, conds, tuple(sorted(stacks))) for lex, conds, stacks in self.lanes()))
+
+    cpdef int fill_into(self, object out, Py_ssize_t row) except -1:
+        """Write the mask into row ``row`` of ``out``, any writable C-contiguous buffer of int32
+        (1-D: the row is the buffer; 2-D ``(batch, >= n_words)``), through the buffer protocol:
+        no allocation, GIL released while walking. Words past ``n_words`` are zeroed. Returns OK
+        or NEEDS_FALLBACK (then the row is zeroed)."""
+        cdef Py_buffer view
+        cdef Family fam = self.fam
+        cdef const CTables* t = &fam.tables.t
+        cdef CFamily* f = &fam.f
+        cdef PyThread_type_lock lock = fam.lock
+        cdef int32_t head = self.head
+        cdef Py_ssize_t words, rows
+        cdef uint32_t* dst
+        cdef int r
+        PyObject_GetBuffer(out, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
+        try:
+            fmt = view.format if view.format != NULL else b"B"
+            if view.itemsize != 4 or fmt not in (b"i", b"=i", b"<i", b"l" if sizeof(long) == 4 else b"i"):
+                raise ValueError(f"out must be an int32 array of shape (batch, >= {t.n_words})")
+            if view.ndim == 1:
+                rows, words = 1, view.shape[0]
+            elif view.ndim == 2:
+                rows, words = view.shape[0], view.shape[1]
+            else:
+                raise ValueError(f"out must be an int32 array of shape (batch, >= {t.n_words})")
+            if words < t.n_words:
+                raise ValueError(f"out must be an int32 array of shape (batch, >= {t.n_words}), "
+                                 f"got {words} words per row")
+            if row < 0 or row >= rows:
+                raise ValueError(f"row {row} is outside the {rows} rows of out")
+            dst = (<uint32_t*>view.buf) + row * words
+            with nogil:
+                PyThread_acquire_lock(lock, WAIT_LOCK)
+                r = _fill(t, f, head, dst)
+                PyThread_release_lock(lock)
+                if r != R_OK:
+                    memset(dst, 0, words * sizeof(uint32_t))
+                elif words > t.n_words:
+                    memset(dst + t.n_words, 0, (words - t.n_words) * sizeof(uint32_t))
+        finally:
+            PyBuffer_Release(&view)
+        if r == R_NOMEM:
+            raise MemoryError("glrmask runtime: out of memory in get_mask")
+        return r
 
     def lanes(self) -> list:
         """The configuration as Python data ``[(lex, (conds…), (stack…), …)…]`` where each stack is

@@ -614,30 +614,34 @@ class Lexer:
         hit = memo.get(ts)
         if hit is not None:
             return hit
-        seen = {ts}
+        parent = {ts: -1}  # BFS tree: on success every state on the path to the hit has a future
+        seen = parent.keys()
         queue = deque([ts])
-        found = False
-        while queue and not found:
+        found = -1
+        while queue and found < 0:
             x = queue.popleft()
             if memo.get(x) is True:
-                found = True
+                found = x
                 break
             if memo.get(x) is False:
                 continue
             for b in range(256):
                 y, ev = self._lane_step(t, x, b)
                 if any(self.cond_satisfiable(c) for _, c in ev):
-                    found = True
+                    found = x
                     break
-                if y >= 0 and y not in seen:
-                    seen.add(y)
+                if y >= 0 and y not in parent:
+                    parent[y] = x
                     queue.append(y)
-        if found:
-            memo[ts] = True
+        if found >= 0:
+            while found >= 0:  # a later query from any state on the path is a lookup
+                memo[found] = True
+                found = parent[found]
+            return True
         else:
             for x in seen:
                 memo[x] = False
-        return found
+        return False
 
     # ------------------------------------------------------------------ conditions
     def _make_cond(self, t: int, trackers, ahead: Iterable[tuple[int, int]], own: int) -> int:
