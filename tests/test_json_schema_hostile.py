@@ -95,3 +95,30 @@ def test_wrong_kinds_of_keyword_values_are_refused(schema):
 
 def test_schema_that_is_not_a_schema_is_refused():
     refused(json.dumps([1, 2]))
+
+
+# ----------------------------------------------------------------------------- fuzz
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from glrmask.json_schema.lowering import STRUCTURAL  # noqa: E402
+
+KEYWORDS = sorted(k for k in STRUCTURAL if not k.startswith("__")) + ["$defs", "$id", "$anchor", "definitions"]
+junk = st.one_of(st.none(), st.booleans(), st.integers(-3, 2 ** 40), st.floats(allow_nan=True, allow_infinity=True),
+                 st.text(alphabet="ab^$*#/{}\\p", max_size=5),
+                 st.sampled_from(["#", "#/$defs/a", "#a", "string", "integer", "object", "array"]))
+trees = st.recursive(
+    junk,
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.sampled_from(KEYWORDS + ["a", "b"]), inner, max_size=4)),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(KEYWORDS), trees, max_size=5), st.booleans())
+def test_random_keyword_trees_give_a_grammar_or_a_glrmask_error(schema, lenient):
+    try:
+        lower_json_schema(schema, lenient=lenient)
+    except GlrmaskError:
+        pass
