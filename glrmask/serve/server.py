@@ -354,6 +354,8 @@ class _Choice:
             parts += self.splitter.finish()
         delta: dict[str, str] = {}
         for kind, text in parts:
+            if not text:
+                continue
             key = "reasoning_content" if kind == "reasoning" else "content"
             delta[key] = delta.get(key, "") + text
             (self.reasoning if kind == "reasoning" else self.content).append(text)
