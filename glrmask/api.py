@@ -417,7 +417,7 @@ class Mask:
         if type(state) is not State or state._mask is not self:
             self._check_state(state)
         impl = state._impl
-        if type(impl) is NativeState and type(out) is np.ndarray and type(row) is int:
+        if type(impl) is NativeState and type(out) is np.ndarray and out.ndim == 2 and type(row) is int:
             if impl.fill_into(out, row) == 0:  # checks the buffer; NEEDS_FALLBACK: below
                 return
         arr = _as_mask_buffer(out, self.n_words)
