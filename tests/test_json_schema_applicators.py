@@ -223,3 +223,9 @@ def test_format_annotation_mode_enforces_nothing():
 def test_unknown_format_mode_is_a_value_error():
     with pytest.raises(ValueError, match="format_mode"):
         json_schema_to_grammar({"format": "date"}, format_mode="strict")
+
+
+def test_unevaluated_properties_over_branches_that_declare_nothing():
+    s = {"properties": {"a": {}, "b": {}}, "anyOf": [{"required": ["a"]}, {"required": ["b"]}],
+         "unevaluatedProperties": False}
+    check(s, [{"a": 1}, {"b": 1}, {"a": 1, "b": 2}], [{"a": 1, "c": 1}, {}])

@@ -384,11 +384,12 @@ class Lowerer:
 
     def _unevaluated(self, s: dict, schema: dict, ptr: str) -> Any:
         """unevaluatedProperties/Items where the evaluated set is static: no alternatives left to pick."""
-        if 'anyOf' in s:
+        if 'anyOf' in s and not all(self._evaluates_nothing(b, ptr) for b in s['anyOf']):
             for k in ('unevaluatedProperties', 'unevaluatedItems'):
                 if k in schema:
                     self.problem(_ptr_join(ptr, k), f"{k} over anyOf/oneOf/if/dependentSchemas branches "
-                                 "is not supported (the evaluated set depends on the branch)")
+                                 "that declare properties or items is not supported (the evaluated set depends "
+                                 "on the branch)")
             return s
         s = dict(s)
         u = schema.get('unevaluatedProperties')
@@ -405,6 +406,16 @@ class Lowerer:
                 s['items'] = u
         self.keep.append(s)
         return s
+
+    def _evaluates_nothing(self, branch: Any, ptr: str, depth: int = 0) -> bool:
+        """Does this branch leave the evaluated properties/items unchanged, whichever way it goes?"""
+        n = self.normalize(branch, ptr)
+        if isinstance(n, bool):
+            return True
+        if depth > 8 or any(k in n for k in ('prefixItems', 'items', '__contains')) or n.get('properties') \
+                or n.get('__extras'):
+            return False
+        return all(self._evaluates_nothing(b, ptr, depth + 1) for b in n.get('anyOf', ()))
 
     def _normalize_own(self, s: dict, ptr: str) -> dict:
         s = dict(s)
