@@ -333,12 +333,12 @@ class TokenChooser:
     Why not uniform: most allowed tokens are alike (a hundred digit tokens against one ``,``,
     thousands of word pieces against one closing quote), so uniform draws make 300-digit numbers
     and endless strings. Instead, every step draws a first byte uniformly among those the mask
-    allows (the digits as one; whitespace, non-ASCII, control bytes and escapes damped), then a
+    allows (the digits and ``-`` as one; whitespace, non-ASCII, control bytes and escapes damped), then a
     token starting with it. From half
     of ``max_tokens`` on it also prefers to finish: it looks one token ahead at a few candidates
-    and favours those after which fewer tokens are allowed (a closed string or bracket leaves few
-    choices, an opened one many), increasingly so until, past ``max_tokens``, it takes the
-    smallest; an end token is taken, once allowed, with a probability that grows to 1 there (at
+    and favours those after which the text could end, then those that change what is allowed
+    (not one more letter, digit or space) towards fewer choices (a closed string or bracket leaves
+    few, an opened one many), increasingly so until, past ``max_tokens``, it takes the best; an end token is taken, once allowed, with a probability that grows to 1 there (at
     once when only whitespace could follow).
     All of it is numpy over the mask; only the few look-ahead candidates are committed.
     """
@@ -388,9 +388,9 @@ class TokenChooser:
         backslash[ord("\\")] = True
         weight[count(backslash) > 0] *= 0.005  # escapes: valid, rare in real text
         self.lengths, self.first, self.weight, self.whitespace = lengths, first, weight, whitespace
-        # what a draw is uniform over: the first byte, all ten digits counting as one (else numbers
-        # outweigh everything else wherever they may start or go on)
-        self.kind = np.where((first >= 48) & (first <= 57), 48, first)
+        # what a draw is uniform over: the first byte, the ten digits and the minus sign counting as
+        # one (else numbers outweigh everything else wherever they may start or go on)
+        self.kind = np.where(((first >= 48) & (first <= 57)) | (first == 45), 48, first)
         self.eos = np.asarray(sorted(vocab.eos_token_ids), dtype=np.int64)
         self.is_eos = np.zeros(self.n, dtype=bool)
         self.is_eos[self.eos] = True
@@ -403,7 +403,7 @@ class TokenChooser:
         return min(1.0, 0.15 + 0.85 * n_tok / self.max_tokens)
 
     def _draw(self, ids: np.ndarray, k: int) -> np.ndarray:
-        """Up to ``k`` distinct ids: a first byte (any digit counts as one) with probability
+        """Up to ``k`` distinct ids: a first byte (digits and ``-`` count as one) with probability
         proportional to its tokens' mean weight, then a token starting with it in proportion to its
         weight."""
         kind = self.kind[ids]
@@ -422,31 +422,36 @@ class TokenChooser:
         progress = n_tok / self.max_tokens
         if progress < 0.5:
             return int(self._draw(ids, 1)[0])
-        # neither layout (it never finishes anything) nor damped tokens (escapes …) are candidates:
-        # both would win on small masks alone
-        plain = ids[(self.weight[ids] >= 0.05) & ~self.whitespace[ids]]
+        # damped tokens (escapes …) are no candidates: they would win on small masks alone
+        plain = ids[self.weight[ids] >= 0.05]
         candidates = self._draw(plain if plain.size else ids, self.CANDIDATES)
-        if progress >= 1.0:  # past the budget: short tokens only, and every short punctuation mark
+        if progress >= 1.0:  # past the budget: short tokens only, and every short mark and space
             short = ids[self.lengths[ids] == self.lengths[ids].min()]
-            punct = short[(self.first[short] < 128) & ~np.isin(self.first[short], _ALNUM_SPACE)]
-            if len(punct) > self.CANDIDATES:
-                punct = self.rng.choice(punct, size=self.CANDIDATES, replace=False)
+            marks = short[(self.first[short] < 128) & ~np.isin(self.first[short], _ALNUM)]
+            if len(marks) > 2 * self.CANDIDATES:
+                marks = self.rng.choice(marks, size=2 * self.CANDIDATES, replace=False)
             candidates = np.unique(np.concatenate([candidates[self.lengths[candidates] == self.lengths[short[0]]],
-                                                   punct, short[:1]]))
-        sizes = np.empty(len(candidates))
+                                                   marks, short[:1]]))
+        here = self.mask.get_mask(state)
+        score = np.empty(len(candidates))
         for j, tok in enumerate(candidates):
             probe = state.fork()
             probe.commit(int(tok))
-            allowed = allowed_ids(self.mask.get_mask(probe), self.n)
-            ends = bool(self.is_eos[allowed].any())
-            sizes[j] = 1.0 if ends or (not self.eos.size and probe.is_accepting()) else max(1, len(allowed))
+            bits = self.mask.get_mask(probe)
+            allowed = allowed_ids(bits, self.n)
+            if self.is_eos[allowed].any() or (not self.eos.size and probe.is_accepting()):
+                score[j] = 0.0  # the text could end right after it
+            elif np.array_equal(bits, here):
+                score[j] = 30.0  # the same choices as now: layout, one more letter or digit
+            else:
+                score[j] = np.log(max(1, len(allowed)))
         sharpness = 16.0 * (progress - 0.5) if progress < 1.0 else 50.0
-        logits = -sharpness * np.log(sizes)
+        logits = -sharpness * score
         p = np.exp(logits - logits.max())
         return int(self.rng.choice(candidates, p=p / p.sum()))
 
 
-_ALNUM_SPACE = np.array([*range(48, 58), *range(65, 91), *range(97, 123), 9, 10, 13, 32])
+_ALNUM = np.array([*range(48, 58), *range(65, 91), *range(97, 123)])
 
 
 def sample_tokens(mask, chooser: TokenChooser, rng: np.random.Generator, limit: int,
@@ -882,6 +887,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `glrmask sample … | head`: the reader has all it wants
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
+        return ExitCode.OK
 
 
 if __name__ == "__main__":
