@@ -46,7 +46,8 @@ def reference_greedy(model, vocab, prompt, max_tokens, guard=None, ngram=None):
     out: list[int] = []
     while len(out) < max_tokens:
         with torch.no_grad():
-            logits = model(input_ids=torch.tensor([seq + out])).logits[0, -1].float()
+            ids = torch.tensor([seq + out], device=next(model.parameters()).device)
+            logits = model(input_ids=ids).logits[0, -1].float()
         logits[vocab.size:] = float("-inf")
         if req is not None:
             logits[req.banned_tokens(req.position)] = float("-inf")
@@ -174,6 +175,17 @@ def test_logprobs_come_with_their_tokens(model, vocab):
     assert len(done.logprobs[0].top) == 3 and done.logprobs[0].top[0][0] == done.token_ids[0]
 
 
+def test_logprobs_travel_with_their_tokens_through_rewinds(model, vocab):
+    prompt = vocab.encode("Once upon a time")
+    free = Engine(model, vocab).generate([greedy(prompt, 10)])[0].text
+    guard = PhraseGuard([free[len(free) // 3: len(free) // 3 + 4]], case_sensitive=True)
+    engine = Engine(model, vocab)
+    req = GenerationRequest(prompt, SamplingParams(temperature=0, logprobs=1), max_tokens=10, phrase_guard=guard)
+    [done] = engine.generate([req])
+    assert engine.stats.rewinds >= 1
+    assert [lp.token for lp in done.logprobs] == done.token_ids and len(done.token_ids) == 10
+
+
 def test_when_bans_and_grammar_leave_nothing_the_request_ends_with_an_error(model, vocab):
     mask = glrmask.compile('start: "ab"', vocab, mode="dynamic")
     guard = PhraseGuard(["ab"], case_sensitive=True)
@@ -213,3 +225,22 @@ def test_a_cancelled_request_ends_and_frees_its_state(model, vocab):
 def test_malformed_requests_are_refused_before_they_start(model, vocab, kw, match):
     with pytest.raises(RequestError, match=match):
         Engine(model, vocab).submit(GenerationRequest(**kw), lambda o: None)
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_greedy_tokens_match_the_cacheless_loop(vocab):
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=N_LOGITS, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+    )
+    gpu_model = transformers.LlamaForCausalLM(config).cuda().eval()
+    prompts = [vocab.encode(t) for t in ("Hello there", "A different prompt")]
+    mask = glrmask.compile('start: ("yes" | "no") "!"', vocab, mode="dynamic")
+    reqs = [greedy(p, 8) for p in prompts] + [greedy(prompts[0], 8, mask=mask)]
+    done = Engine(gpu_model, vocab).generate(reqs)
+    for p, d in zip(prompts, done):
+        assert d.token_ids == reference_greedy(gpu_model, vocab, p, 8)
+    assert done[2].text in ("yes!", "no!")

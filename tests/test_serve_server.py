@@ -191,3 +191,36 @@ def test_a_client_that_goes_away_frees_its_request(client):
             break
         threading.Event().wait(0.1)
     assert not engine.has_work() and engine.stats.cancelled == cancelled + 1
+
+
+def test_reasoning_is_split_from_the_answer_in_streamed_and_whole_replies(client):
+    body = chat("think", max_tokens=40, seed=0, grammar='start: "<think>plan it</think>the answer"')
+    message = client.post("/v1/chat/completions", json=body).json()["choices"][0]["message"]
+    assert (message["reasoning_content"], message["content"]) == ("plan it", "the answer")
+    with client.stream("POST", "/v1/chat/completions", json={**body, "stream": True}) as r:
+        deltas = [e["choices"][0]["delta"] for e in sse_events(r)[:-1] if e["choices"]]
+    assert "".join(d.get("reasoning_content", "") for d in deltas) == "plan it"
+    assert "".join(d.get("content", "") for d in deltas) == "the answer"
+
+
+def test_the_compile_cache_reuses_masks_and_stays_bounded(served):
+    import asyncio
+
+    from glrmask.serve.server import CompileCache
+
+    cache = CompileCache(served.vocab, max_entries=2)
+
+    async def masks():
+        a = await cache.mask_for_schema({"type": "integer"})
+        b = await cache.mask_for_schema({"type": "integer"})
+        await cache.mask_for_schema({"type": "boolean"})
+        await cache.mask_for_schema({"type": "null"})
+        c = await cache.mask_for_schema({"type": "integer"})
+        return a, b, c
+
+    try:
+        a, b, c = asyncio.run(masks())
+    finally:
+        cache.close()
+    assert a is b  # compiled once
+    assert c is not a and len(cache) == 2  # evicted by two newer schemas, compiled again
