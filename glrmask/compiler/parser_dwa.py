@@ -52,6 +52,7 @@ from typing import Optional
 
 import numpy as np
 
+from glrmask.budget import current_budget
 from glrmask.errors import GrammarTooComplex
 from glrmask.lr.glr import StackNode
 
@@ -186,8 +187,11 @@ class ParserDWA:
         try:
             for q in self.tdwa.boundary_states.tolist():
                 self.start(q)
+            budget = current_budget()  # the compile's deadline and memory backstop (glrmask.budget)
             x = 0
             while x < self.n_states:
+                if not x & 63:
+                    budget.check("parser DWA")
                 if max_states is not None and self.n_states > max_states:
                     return False
                 if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
