@@ -25,7 +25,7 @@ from glrmask.serve.server import create_app  # noqa: E402
 
 N_LOGITS = 50264
 TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-            "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+            "{% if add_generation_prompt %}<|assistant|>{% if think %}<think>\n{% endif %}{% endif %}")
 SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
           "additionalProperties": False}
 
@@ -224,3 +224,10 @@ def test_the_compile_cache_reuses_masks_and_stays_bounded(served):
         cache.close()
     assert a is b  # compiled once
     assert c is not a and len(cache) == 2  # evicted by two newer schemas, compiled again
+
+
+def test_a_template_that_opens_the_think_block_starts_the_reply_in_reasoning(client):
+    body = chat("think", max_tokens=40, seed=0, grammar='start: "plan</think>answer"',
+                chat_template_kwargs={"think": True})
+    message = client.post("/v1/chat/completions", json=body).json()["choices"][0]["message"]
+    assert (message["reasoning_content"], message["content"]) == ("plan", "answer")

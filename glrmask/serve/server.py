@@ -129,6 +129,8 @@ class _Parsed:
     stream: bool
     logprobs: int | None
     include_usage: bool
+    in_reasoning: bool
+    """The chat template already opened the think block: the output starts inside it."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -218,7 +220,9 @@ class _App:
             except Exception as exc:  # noqa: BLE001 - jinja errors of the template
                 raise BadRequest(f"the chat template cannot render these messages: {exc}") from exc
             prompt_ids = list(tok(text, add_special_tokens=False)["input_ids"])
+            in_reasoning = text.rstrip().endswith("<think>")
         else:
+            in_reasoning = False
             prompt = body.get("prompt")
             if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
                 prompt = prompt[0]
@@ -275,7 +279,7 @@ class _App:
         template = GenerationRequest(prompt_ids, sampling, max_tokens, stop, mask, guard, ngram)
         options = _field(body, "stream_options", (dict,), {})
         return _Parsed(prompt_ids, template, n, bool(body.get("stream", False)), logprobs,
-                       bool(options.get("include_usage", False)))
+                       bool(options.get("include_usage", False)), in_reasoning)
 
     def submit(self, parsed: _Parsed) -> tuple[list[str], asyncio.Queue]:
         """Submit the request's ``n`` choices; outputs arrive as ``(index, RequestOutput)``."""
@@ -336,8 +340,8 @@ def _completion_logprobs(app: _App, lps: list[TokenLogprob], offset: int) -> dic
 class _Choice:
     """Accumulates one choice's outputs (and splits reasoning when the server does)."""
 
-    def __init__(self, reasoning: bool) -> None:
-        self.splitter = ReasoningSplitter() if reasoning else None
+    def __init__(self, reasoning: bool, in_reasoning: bool = False) -> None:
+        self.splitter = ReasoningSplitter(start_in_reasoning=in_reasoning) if reasoning else None
         self.content: list[str] = []
         self.reasoning: list[str] = []
         self.logprobs: list[TokenLogprob] = []
@@ -412,7 +416,7 @@ def create_app(served: ServedModel, *, engine: Engine | None = None, reasoning: 
         if parsed.stream:
             return StreamingResponse(_stream(state, request, parsed, ids, queue, rid, model, chat),
                                      media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-        choices = [_Choice(state.reasoning and chat) for _ in ids]
+        choices = [_Choice(state.reasoning and chat, parsed.in_reasoning) for _ in ids]
         remaining = len(ids)
         try:
             while remaining:
@@ -466,7 +470,7 @@ async def _stream(state: _App, request: Any, parsed: _Parsed, ids: list[str], qu
     """SSE events of a streaming request; cancels its engine requests when the client goes away."""
     created = int(time.time())
     kind = "chat.completion.chunk" if chat else "text_completion"
-    choices = [_Choice(state.reasoning and chat) for _ in ids]
+    choices = [_Choice(state.reasoning and chat, parsed.in_reasoning) for _ in ids]
 
     def event(payload: dict) -> str:
         return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
