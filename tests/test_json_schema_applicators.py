@@ -163,8 +163,17 @@ def test_one_of_with_a_const_discriminator_is_exact():
     check(s, [{"k": "a", "x": 1}, {"k": "b", "x": "s"}], [{"k": "a", "x": "s"}])
 
 
-def test_one_of_that_may_overlap_is_any_of_with_a_warning():
-    _, warnings = lower_json_schema({"oneOf": [{"type": "integer"}, {"minimum": 2}]})
+def test_one_of_with_overlapping_complementable_branches_is_exact():
+    s = {"oneOf": [{"type": "integer"}, {"minimum": 2}]}
+    _, warnings = lower_json_schema(s)
+    assert not any("oneOf" in w for w in warnings)
+    check(s, [1, 2.5, "a", None], [2, 3])
+    check({"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}, [{"a": 1}, {"b": 1}],
+          [{"a": 1, "b": 1}, {}], property_order="any")
+
+
+def test_one_of_that_may_overlap_and_cannot_be_complemented_is_any_of_with_a_warning():
+    _, warnings = lower_json_schema({"oneOf": [{"additionalProperties": False}, {"required": ["a"]}]})
     assert any("#/oneOf" in w and "not provably disjoint" in w for w in warnings)
 
 

@@ -1,7 +1,6 @@
 """Per-keyword behaviour of the JSON Schema lowering, judged by lark and cross-checked with jsonschema."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 

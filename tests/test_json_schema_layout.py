@@ -13,7 +13,6 @@ from hypothesis import assume, given, settings, strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from json_schema_helpers import accepts, parser_for, valid  # noqa: E402
 
-from glrmask.json_schema import json_schema_to_grammar  # noqa: E402
 
 NESTED = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}},
                                            "b": {"type": "object", "properties": {"c": {"type": "null"}}}}}

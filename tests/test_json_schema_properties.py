@@ -51,6 +51,7 @@ def composite(inner):
         st.builds(lambda s: {"not": s}, inner),
         st.builds(lambda a, b: {"anyOf": [a, b]}, inner, inner),
         st.builds(lambda a, b: {"allOf": [a, b]}, inner, inner),
+        st.builds(lambda a, b: {"oneOf": [a, b]}, leaf_schemas, inner),
         st.builds(lambda a, b, c: {"if": a, "then": b, "else": c}, leaf_schemas, inner, inner),
         st.builds(lambda p, r, ad: {"type": "object", "properties": p, "required": r, "additionalProperties": ad},
                   st.dictionaries(st.sampled_from(KEYS), inner, max_size=2),

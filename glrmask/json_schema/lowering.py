@@ -86,6 +86,7 @@ MAX_NESTING = 400
 MAX_COUNT_BOUND = 10 ** 6
 MAX_REGIONS = 64
 MAX_UNIQUE_VALUES = 10
+MAX_EXACT_ONE_OF = 6
 FORMAT_MODES = ('assert', 'annotation')
 
 
@@ -407,6 +408,22 @@ class Lowerer:
         self.keep.append(s)
         return s
 
+    def _exclusive_branches(self, branches: list, ptr: str) -> list | None:
+        """oneOf as anyOf of (branch i ∧ no other branch), when every branch is one of the `not` cases
+        and the complements stay within budget; None otherwise (the caller falls back to anyOf)."""
+        if len(branches) > MAX_EXACT_ONE_OF:
+            return None
+        out = []
+        for i, b in enumerate(branches):
+            others = {'anyOf': [x for j, x in enumerate(branches) if j != i]}
+            self.keep.append(others)
+            try:
+                by_type = self._negate(self.normalize(others, ptr), ptr, 0)
+            except (_NotRegular, GrammarTooComplex):
+                return None
+            out.append(_and(b, self._union_of(by_type)))
+        return out
+
     def _evaluates_nothing(self, branch: Any, ptr: str, depth: int = 0) -> bool:
         """Does this branch leave the evaluated properties/items unchanged, whichever way it goes?"""
         n = self.normalize(branch, ptr)
@@ -458,9 +475,14 @@ class Lowerer:
         s.pop('nullable', None)
         if 'oneOf' in s:
             one = s.pop('oneOf')
-            if len(one) > 1 and not self._disjoint(one, _ptr_join(ptr, 'oneOf'), _signature_types(s)):
-                self.warn(_ptr_join(ptr, 'oneOf'), "oneOf branches are not provably disjoint: "
-                          "lowered as anyOf (an instance valid under several branches is accepted)")
+            optr = _ptr_join(ptr, 'oneOf')
+            if len(one) > 1 and not self._disjoint(one, optr, _signature_types(s)):
+                exclusive = self._exclusive_branches(one, optr)
+                if exclusive is None:
+                    self.warn(optr, "oneOf branches are not provably disjoint and not all complementable: "
+                              "lowered as anyOf (an instance valid under several branches is accepted)")
+                else:
+                    one = exclusive
             if 'anyOf' in s:
                 s['anyOf'] = [{'allOf': [{'anyOf': s.pop('anyOf')}, {'anyOf': one}]}]
             else:

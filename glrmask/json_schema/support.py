@@ -9,7 +9,7 @@ from __future__ import annotations
 from .formats import FORMATS
 from .lowering import (ANNOTATIONS, DEFAULT_MAX_INDENT, DEFAULT_MAX_WHITESPACE, MAX_ANY_ORDER_PROPERTIES,
                        MAX_COUNT_BOUND, MAX_DISTRIBUTION, MAX_ENUM_VALUES, MAX_INDENT_DEPTH, MAX_ITEM_CHAIN,
-                       MAX_NESTING, MAX_REGIONS, MAX_UNIQUE_VALUES, UNSUPPORTED)
+                       MAX_EXACT_ONE_OF, MAX_NESTING, MAX_REGIONS, MAX_UNIQUE_VALUES, UNSUPPORTED)
 
 SUPPORTED = "supported"
 PARTIAL = "partial"
@@ -33,7 +33,8 @@ MATRIX: list[tuple[str, str, str]] = [
     ("contains / minContains / maxContains", SUPPORTED, "items counted by a chain of states; maxContains needs the complement of `contains` (see `not`); one contains per array"),
     ("uniqueItems", PARTIAL, f"exact for items with finitely many values (booleans, null, enums of at most {MAX_UNIQUE_VALUES} scalars, no prefixItems); otherwise unsupported"),
     ("anyOf", SUPPORTED, "alternatives; sibling keywords are distributed into each branch"),
-    ("oneOf", PARTIAL, "exact when the branches are provably disjoint (types, const/enum values, or a required discriminator key with disjoint const/enum); otherwise lowered as anyOf with a warning in `mask.warnings`"),
+    ("oneOf", PARTIAL, "exact when the branches are provably disjoint (types, const/enum values, or a required discriminator key with disjoint const/enum), "
+     f"or when every branch is one of the `not` cases (at most {MAX_EXACT_ONE_OF} branches: branch i ∧ not the others); otherwise lowered as anyOf with a warning in `mask.warnings`"),
     ("allOf", SUPPORTED, f"merged into one schema keeping each keyword's scope; combinations of anyOf under allOf are distributed (budget {MAX_DISTRIBUTION})"),
     ("not", PARTIAL, "complement within each JSON type, for type, enum/const, string keywords (pattern, format, min/maxLength), numeric bounds and multipleOf, "
      "required, min/maxProperties, properties, items, min/maxItems, and anyOf/allOf/not of these; other keywords (additionalProperties, patternProperties, prefixItems, contains, uniqueItems, …) under `not` are unsupported"),
@@ -61,7 +62,7 @@ DEVIATIONS = [
     "Integers are written without fraction or exponent: `1.0` and `1e0` are rejected for `type: integer`.",
     "Numbers constrained by bounds, `multipleOf` or a `not` of those are written without exponent (`1e-07` is rejected there); "
     "unconstrained numbers accept any JSON number.",
-    "`oneOf` whose branches are not provably disjoint is treated as `anyOf` (with a warning).",
+    "`oneOf` whose branches are neither provably disjoint nor complementable is treated as `anyOf` (with a warning).",
     "Patterns use code-point semantics (the ECMA `u` flag) with ASCII `\\d`, `\\w`, `\\s` per ECMA-262, "
     "so they can differ from Python's `re` (used by the `jsonschema` package) on non-ASCII text.",
     "Lone surrogate escapes (`\\ud800` not followed by a low surrogate) are not accepted inside strings.",
