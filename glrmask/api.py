@@ -7,7 +7,6 @@ xgrammar and llguidance: bit ``id % 32`` of word ``id // 32``, ``ceil(n_logits /
 """
 from __future__ import annotations
 
-import contextvars
 import os
 import threading
 from collections import OrderedDict
@@ -240,7 +239,8 @@ class Mask:
 
     def __init__(self, grammar: Grammar, vocab: Vocab, *, mode: str = "static", lexer_max_states: int = 200_000,
                  limits: Optional[dict] = None,
-                 on_stage: Optional[Callable[[str, float, dict], None]] = None):
+                 on_stage: Optional[Callable[[str, float, dict], None]] = None,
+                 cache_dir: "str | os.PathLike[str] | None" = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self._init_common(vocab, grammar, normalize(grammar), mode)
@@ -254,11 +254,18 @@ class Mask:
             self._engine = self._dynamic_engine()
         else:
             self._engine = self._dynamic_engine()
-            # the background compile keeps this compile's budget (glrmask.budget): same deadline
-            self._static_thread = threading.Thread(target=contextvars.copy_context().run,
-                                                   args=(self._compile_in_background,), daemon=True,
-                                                   name="glrmask-static-compile")
-            self._static_thread.start()
+            hit = None
+            if cache_dir is not None:
+                from .mask_artifact import cache_lookup
+
+                hit = cache_lookup(grammar, vocab, cache_dir, limits=limits)
+            if hit is not None:
+                Mask._adopt_static(self, hit)
+            else:  # a worker process: the compile never competes with decoding for the GIL
+                from .background_compile import BackgroundCompile
+
+                self._background = BackgroundCompile(self, grammar.to_json(), vocab, limits, cache_dir,
+                                                     Mask._adopt_static, Mask._static_failed)
 
     def _init_common(self, vocab: Vocab, source_grammar: Grammar, grammar: Grammar, mode: str) -> None:
         self.vocab = vocab
@@ -268,7 +275,7 @@ class Mask:
         self.compiled = None  # CompiledMasks while a freshly compiled static engine exists
         self.stats: dict = {}
         self.static_error: Optional[GlrmaskError] = None
-        self._static_thread: Optional[threading.Thread] = None
+        self._background = None  # mode="auto": the BackgroundCompile
         self._trie: Optional[VocabTrie] = None
         self._stored: Optional[dict] = None  # the runtime arrays an artifact stores
         self.n_logits = int(vocab.n_logits)
@@ -325,19 +332,35 @@ class Mask:
         return NativeEngine(arrays, lambda: Recognizer(self.grammar, self.table, dense, restrict_lexer=False),
                             lambda: self.trie, self.vocab.n_logits)
 
-    def _compile_in_background(self) -> None:
-        try:
-            engine = self._static_engine()
-        except GlrmaskError as e:
-            self.static_error = e
-            return
-        self._engine = engine
+    @staticmethod
+    def _adopt_static(mask: "Mask", loaded: "Mask") -> None:
+        """``mode="auto"``: the background compile ended; new requests get its native engine."""
+        mask._stored, mask._dense_lexer = loaded._stored, loaded._dense_lexer
+        mask.stats.update(loaded.stats)
+        mask._static_source = loaded  # keeps the engine's reference recognizer and trie alive
+        mask._engine = loaded._engine
+
+    @staticmethod
+    def _static_failed(mask: "Mask", error: GlrmaskError) -> None:
+        mask.static_error = error
 
     def wait_static(self, timeout: Optional[float] = None) -> bool:
         """``mode="auto"``: wait for the background compile; True once new requests are static."""
-        if self._static_thread is not None:
-            self._static_thread.join(timeout)
+        if self._background is not None:
+            self._background.join(timeout)
         return self._engine.kind == "static"
+
+    @property
+    def static_compile_pid(self) -> Optional[int]:
+        """``mode="auto"``: the process id of the background compile's worker while it runs."""
+        bg = self._background
+        return bg.pid if bg is not None and bg.is_alive() else None
+
+    def cancel_static(self) -> None:
+        """``mode="auto"``: stop the background compile (requests stay dynamic). Dropping the
+        mask does the same."""
+        if self._background is not None:
+            self._background.cancel()
 
     @property
     def active_mode(self) -> str:
@@ -620,7 +643,8 @@ def compile_grammar(grammar: Grammar, vocab: Vocab, *, mode: str = "static", lim
     """Compile an already-built grammar IR (front-ends that produce IR directly)."""
     with activate_budget(limits):
         if cache_dir is None or mode != "static":
-            return Mask(grammar, vocab, mode=mode, limits=limits, on_stage=on_stage)
+            return Mask(grammar, vocab, mode=mode, limits=limits, on_stage=on_stage,
+                        cache_dir=cache_dir if mode == "auto" else None)
         from .mask_artifact import cached_compile
 
         return cached_compile(grammar, vocab, cache_dir, limits=limits, on_stage=on_stage)

@@ -30,7 +30,7 @@ from .lexer.dense import DenseLexer
 from .lr.table import LRTable
 from .vocab import Vocab
 
-__all__ = ["ARTIFACT_KIND", "save_mask", "load_mask", "cached_compile"]
+__all__ = ["ARTIFACT_KIND", "save_mask", "load_mask", "cache_lookup", "cached_compile"]
 
 ARTIFACT_KIND = "glrmask.mask"
 _PREFIXES = {"lexer": "lex_", "lr": "lr_", "runtime": "rt_"}
@@ -92,29 +92,43 @@ def load_mask(path: "str | os.PathLike[str]", vocab: Vocab, *, verify: bool = Tr
     return mask
 
 
+def _cache_key(cache: CompileCache, grammar: Grammar, vocab: Vocab, limits: Optional[dict]) -> str:
+    digest = hashlib.sha256(grammar.to_json().encode("utf-8")).hexdigest()
+    return cache.key(digest, vocab.fingerprint, {"mode": "static", "limits": _jsonable(limits or {})},
+                     glrmask_version())
+
+
+def cache_lookup(grammar: Grammar, vocab: Vocab, cache_dir: "str | os.PathLike[str]", *,
+                 limits: Optional[dict] = None):
+    """The cached static mask for (grammar, vocabulary, limits, glrmask version), or None (absent,
+    damaged or stale entries read as absent)."""
+    cache = CompileCache(cache_dir)
+    hit = cache.get(_cache_key(cache, grammar, vocab, limits))
+    if hit is None:
+        return None
+    try:
+        return load_mask(hit, vocab)
+    except ArtifactError:
+        return None
+
+
 def cached_compile(grammar: Grammar, vocab: Vocab, cache_dir: "str | os.PathLike[str]", *,
                    limits: Optional[dict] = None, on_stage=None):
     """A static compile through the compile cache: load the entry for (grammar, vocabulary,
     limits, glrmask version) when present and intact, else compile and store it."""
     from .api import Mask
 
-    cache = CompileCache(cache_dir)
-    digest = hashlib.sha256(grammar.to_json().encode("utf-8")).hexdigest()
-    key = cache.key(digest, vocab.fingerprint, {"mode": "static", "limits": _jsonable(limits or {})},
-                    glrmask_version())
-    hit = cache.get(key)
+    hit = cache_lookup(grammar, vocab, cache_dir, limits=limits)
     if hit is not None:
-        try:
-            return load_mask(hit, vocab)
-        except ArtifactError:
-            pass  # damaged or stale entry: recompile and overwrite it
+        return hit
+    cache = CompileCache(cache_dir)
     mask = Mask(grammar, vocab, mode="static", limits=limits, on_stage=on_stage)
     Path(cache.directory).mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".glrm.part", dir=str(cache.directory))
     os.close(fd)
     try:
         save_mask(mask, tmp)
-        cache.put(key, tmp)
+        cache.put(_cache_key(cache, grammar, vocab, limits), tmp)
     finally:
         try:
             os.unlink(tmp)

@@ -1,0 +1,136 @@
+"""``mode="auto"``'s static compile, in a worker process whose artifact is mapped in when it ends.
+
+Why a process and not a thread. The static compile is mostly Python; in a thread it holds the GIL
+for most of its run, so a decode loop serving dynamic masks in the same process slows down
+exactly while it needs to be fast (measured before this module: dynamic masks up to 18 s per step
+under a background compile). A worker process shares nothing with the decode loop but the
+finished artifact: it compiles, saves the mask to a temporary file (or finds it in the compile
+cache), and the parent loads it — validation and a memory map, milliseconds — and switches new
+requests to it. Dropping the ``Mask`` (or :meth:`BackgroundCompile.cancel`) terminates the worker,
+so no compile outlives the mask that wanted it.
+
+The worker is a fresh interpreter (``python -m glrmask.background_compile DIR``), not a
+``multiprocessing`` child: forking a threaded server is unsafe, and ``spawn`` re-imports the
+user's main module (a script without a ``__main__`` guard would run again). It reads the grammar
+IR as JSON and the vocabulary (its token bytes, pickled by glrmask itself; no tokenizer object)
+from ``DIR`` and writes the artifact or an error report there.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import weakref
+from typing import Callable, Optional
+
+from .errors import GlrmaskError, GrammarTooComplex
+
+__all__ = ["BackgroundCompile"]
+
+
+def _worker(directory: str) -> None:
+    """Runs in the child: compile statically (through the cache when one is given) and save."""
+    err_path = os.path.join(directory, "error.json")
+    try:
+        from .api import compile_grammar
+        from .grammar.ir import Grammar
+
+        with open(os.path.join(directory, "job.json"), encoding="utf-8") as f:
+            job = json.load(f)
+        with open(os.path.join(directory, "vocab.pkl"), "rb") as f:
+            vocab = pickle.load(f)
+        mask = compile_grammar(Grammar.from_json(job["grammar"]), vocab, mode="static", limits=job["limits"],
+                               cache_dir=job["cache_dir"])
+        mask.save(os.path.join(directory, "mask.glrm"))
+    except GlrmaskError as e:
+        with open(err_path, "w", encoding="utf-8") as f:
+            json.dump({"type": type(e).__name__, "message": str(e)}, f)
+    except BaseException as e:  # an internal error: reported to the parent, never swallowed
+        with open(err_path, "w", encoding="utf-8") as f:
+            json.dump({"type": "InternalError", "message": f"{type(e).__name__}: {e}"}, f)
+        raise
+
+
+class BackgroundCompile:
+    """One static compile in a worker process for the mask ``owner``. ``on_done(mask)`` is called
+    in a watcher thread with the loaded static mask, or ``on_error(error)`` with a
+    :class:`GlrmaskError`; neither is called once the owner is gone or the compile cancelled."""
+
+    def __init__(self, owner, grammar_json: str, vocab, limits: Optional[dict], cache_dir: Optional[str],
+                 on_done: Callable, on_error: Callable) -> None:
+        """``on_done(owner, loaded_mask)`` / ``on_error(owner, error)`` are plain functions (a bound
+        method would keep the owner alive and defeat the cancellation)."""
+        self._dir = tempfile.mkdtemp(prefix="glrmask-compile-")
+        out_path = os.path.join(self._dir, "mask.glrm")
+        err_path = os.path.join(self._dir, "error.json")
+        with open(os.path.join(self._dir, "job.json"), "w", encoding="utf-8") as f:
+            json.dump({"grammar": grammar_json, "limits": limits,
+                       "cache_dir": None if cache_dir is None else str(cache_dir)}, f)
+        with open(os.path.join(self._dir, "vocab.pkl"), "wb") as f:
+            pickle.dump(vocab, f, protocol=pickle.HIGHEST_PROTOCOL)
+        self._proc = subprocess.Popen([sys.executable, "-m", "glrmask.background_compile", self._dir],
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._cancelled = threading.Event()
+        owner_ref = weakref.ref(owner)
+        # the watcher holds only a weak reference: dropping the mask cancels the compile
+        weakref.finalize(owner, BackgroundCompile._stop, self._proc, self._cancelled)
+        self._thread = threading.Thread(
+            target=BackgroundCompile._watch, daemon=True, name="glrmask-static-compile-watch",
+            args=(self._proc, self._cancelled, self._dir, out_path, err_path, vocab, owner_ref, on_done, on_error))
+        self._thread.start()
+
+    @staticmethod
+    def _stop(proc, cancelled: threading.Event) -> None:
+        cancelled.set()
+        if proc.poll() is None:
+            proc.terminate()
+
+    @staticmethod
+    def _watch(proc, cancelled, directory, out_path, err_path, vocab, owner_ref, on_done, on_error) -> None:
+        try:
+            code = proc.wait()
+            if cancelled.is_set():
+                return
+            if os.path.exists(out_path) and code == 0:
+                from .mask_artifact import load_mask
+
+                try:
+                    result = load_mask(out_path, vocab)
+                except GlrmaskError as e:
+                    result = e
+            elif os.path.exists(err_path):
+                with open(err_path, encoding="utf-8") as f:
+                    info = json.load(f)
+                cls = GrammarTooComplex if info.get("type") == "GrammarTooComplex" else GlrmaskError
+                result = cls(info.get("message", "static compile failed"))
+            else:
+                result = GlrmaskError(f"static compile worker ended with exit code {code}")
+            owner = owner_ref()
+            if owner is not None:
+                (on_error if isinstance(result, GlrmaskError) else on_done)(owner, result)
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def cancel(self) -> None:
+        """Stop the worker (nothing is switched afterwards)."""
+        BackgroundCompile._stop(self._proc, self._cancelled)
+
+    def join(self, timeout: Optional[float] = None) -> None:
+        self._thread.join(timeout)
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    @property
+    def pid(self) -> int:
+        """The worker's process id (for tests and monitoring)."""
+        return self._proc.pid
+
+
+if __name__ == "__main__":
+    _worker(sys.argv[1])
