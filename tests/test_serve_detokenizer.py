@@ -26,7 +26,9 @@ def vocab_of(name: str) -> Vocab:
 
 
 ALPHABET = st.sampled_from(
-    list("abc xyz,.:\n{}\"") + list("鹦鹉说答案是解释如下日本語") + ["🦜", "😀", "👍🏽", "🇯🇵", "é", "ß", "Ω", "𝄞"]
+    list("abc xyz,.:\n{}\"")
+    + list("鹦鹉说答案是解释如下日本語")  # CJK: three UTF-8 bytes each
+    + ["🦜", "😀", "👍🏽", "🇯🇵", "é", "ß", "Ω", "𝄞"]  # four-byte emoji, ZWJ/modifier pairs, flags
 )
 TEXTS = st.lists(ALPHABET, min_size=0, max_size=40).map("".join)
 

@@ -41,7 +41,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -167,7 +166,8 @@ class _Active:
         self.cache: Any = None
         self.pending: list[int] = list(self.prompt)
         self.grammar = req.mask.start() if req.mask is not None else None
-        self.phrase = req.phrase_guard.start(vocab) if req.phrase_guard is not None and req.phrase_guard.phrases else None
+        guard = req.phrase_guard
+        self.phrase = guard.start(vocab) if guard is not None and guard.phrases else None
         ngram = req.no_repeat_ngram
         self.ngram = ngram.start(self.prompt) if ngram is not None and ngram.n > 0 else None
         self.generator = req.sampling.generator(device)
