@@ -225,19 +225,24 @@ def torch_apply_token_bitmask_(logits: Any, bitmask: Any, indices: Any = None) -
         _masked_fill_rows(torch, logits2, mask2, idx_t)
 
 
+_TORCH_INT_VIEW: dict[Any, Any] = {}
+
+
 def _float_dtype_view(torch: Any, logits: Any) -> Any:
     """The same-width integer dtype of the logits' float dtype (BitmaskError for other dtypes)."""
-    int_view = {
-        torch.float16: torch.int16,
-        torch.bfloat16: torch.int16,
-        torch.float32: torch.int32,
-        torch.float64: torch.int64,
-    }
-    if logits.dtype not in int_view:
+    if not _TORCH_INT_VIEW:  # built once: this runs on every decoding step
+        _TORCH_INT_VIEW.update({
+            torch.float16: torch.int16,
+            torch.bfloat16: torch.int16,
+            torch.float32: torch.int32,
+            torch.float64: torch.int64,
+        })
+    int_dtype = _TORCH_INT_VIEW.get(logits.dtype)
+    if int_dtype is None:
         raise BitmaskError(
             f"logits must be float32, float16, bfloat16 or float64, got dtype {logits.dtype}"
         )
-    return int_view[logits.dtype]
+    return int_dtype
 
 
 def _device_arguments(torch: Any, logits: Any, bitmask: Any, indices: Any) -> tuple[Any, Any, Any]:
