@@ -62,6 +62,7 @@ class _History:
     prev: Optional["_History"]
     depth: int
     engine: _Engine
+    step: "int | bytes | None" = None  # the token id or raw bytes committed (None at the start)
 
 
 class _ReferenceState:
@@ -88,7 +89,7 @@ class _ReferenceState:
             s = head.engine.recognizer.step_bytes(head.configs, data)
         if not s:
             return False
-        self.head = _History(s, False, head, head.depth + 1, head.engine)
+        self.head = _History(s, False, head, head.depth + 1, head.engine, data)
         return True
 
     def rollback(self, n: int) -> None:
@@ -431,7 +432,7 @@ class Mask:
         out = np.empty(self.n_words, dtype=np.int32)
         impl = state._impl
         if type(impl) is not NativeState or impl.fill_into(out, 0) != 0:
-            self._fill_impl(impl, out)
+            self._fill_impl(self._switch(state), out)
         return out
 
     def fill_mask(self, state: State, out, row: int = 0) -> None:
@@ -446,7 +447,29 @@ class Mask:
         arr = _as_mask_buffer(out, self.n_words)
         if isinstance(row, bool) or not isinstance(row, (int, np.integer)) or not 0 <= row < arr.shape[0]:
             raise ValueError(f"row {row!r} is outside the {arr.shape[0]} rows of out")
-        self._fill_impl(impl, arr[row])
+        self._fill_impl(self._switch(state), arr[row])
+
+    def _switch(self, state: State):
+        """``mode="auto"``: a request that started on the reference engine continues on the native
+        static engine as soon as it is ready — its committed steps are replayed once into a native
+        state (same masks by construction; the whole history comes along, so rollback still
+        reaches the start). Returns the state's implementation, switched or not."""
+        impl = state._impl
+        engine = self._engine
+        if type(impl) is not _ReferenceState or engine.kind != "static":
+            return impl
+        steps = []
+        h = impl.head
+        while h.prev is not None:
+            steps.append(h.step)
+            h = h.prev
+        native = engine.start()
+        for step in reversed(steps):
+            ok = native.commit(step) if isinstance(step, int) else native.commit_bytes(step)
+            if not ok:  # cannot happen (static ≡ dynamic); stay on the exact reference engine
+                return impl
+        state._impl = native
+        return native
 
     def _fill_impl(self, impl, out: np.ndarray) -> None:
         """``out``: an int32 row of at least ``n_words`` words (extra words are zeroed)."""
@@ -492,7 +515,7 @@ class Mask:
         rec = head.engine.recognizer
         if token in self._eos_set:
             if rec.is_accepting(head.configs):
-                return _History(head.configs, True, head, head.depth + 1, head.engine)
+                return _History(head.configs, True, head, head.depth + 1, head.engine, token)
             return None
         data = self.vocab.token_bytes(token)
         if not data or self.vocab.is_special(token):
@@ -500,7 +523,7 @@ class Mask:
         s = rec.step_bytes(head.configs, data)
         if not s:
             return None
-        return _History(s, False, head, head.depth + 1, head.engine)
+        return _History(s, False, head, head.depth + 1, head.engine, token)
 
     def _forced_tokens(self, state: State, max_bytes: int = 4096) -> list[int]:
         if state.is_terminated():
@@ -667,6 +690,9 @@ def fill_masks(states: "Sequence[State]", out, *, n_threads: Optional[int] = Non
     arr = _as_mask_buffer(out, n_words)
     if arr.shape[0] < len(states):
         raise ValueError(f"out has {arr.shape[0]} rows for {len(states)} states")
+    for st in states:
+        if type(st._impl) is _ReferenceState:
+            st._mask._switch(st)
     native = [i for i, st in enumerate(states) if type(st._impl) is NativeState]
     if n_threads is None:
         n_threads = max(1, min(os.cpu_count() or 1, len(native) // 16))

@@ -280,3 +280,36 @@ def test_dropping_an_auto_mask_stops_its_background_compile():
         time.sleep(0.05)
     else:
         pytest.fail("the background compile outlived its mask")
+
+
+def test_auto_mode_requests_switch_to_static_at_their_next_mask_with_identical_masks(gpt2):
+    """A request that started dynamic continues on the static automaton after the compile
+    ends, at whatever step it is; the masks before and after equal a purely dynamic run's."""
+    lines = (DATA / "json_documents.jsonl").read_text(encoding="utf-8").splitlines()
+    ids = gpt2.encode(json.loads(lines[3]))[:40]
+    dyn = glrmask.compile(str(JSON_GRAMMAR), gpt2, mode="dynamic")
+    want = [dyn.get_mask(s).tobytes() for s in _prefix_states(dyn, ids)]
+    auto = glrmask.compile(str(JSON_GRAMMAR), gpt2, mode="auto")
+    states = []
+    for k in range(len(ids)):  # request k has committed k tokens when the switch comes
+        s = auto.start()
+        assert auto.active_mode == "dynamic" or k > 0
+        for t in ids[:k]:
+            assert s.commit(t)
+        states.append(s)
+    assert auto.wait_static(timeout=120)
+    for k, s in enumerate(states):
+        assert auto.get_mask(s).tobytes() == want[k], k  # the switch happens here
+        for j, t in enumerate(ids[k:], start=k):
+            assert s.commit(t)
+            assert auto.get_mask(s).tobytes() == want[j + 1], (k, j)
+        s.rollback(len(ids))  # the whole history came along
+        assert auto.get_mask(s).tobytes() == want[0]
+
+
+def _prefix_states(mask, ids):
+    s = mask.start()
+    yield s.fork()
+    for t in ids:
+        assert s.commit(t)
+        yield s.fork()
