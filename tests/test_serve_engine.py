@@ -244,3 +244,33 @@ def test_on_a_gpu_greedy_tokens_match_the_cacheless_loop(vocab):
     for p, d in zip(prompts, done):
         assert d.token_ids == reference_greedy(gpu_model, vocab, p, 8)
     assert done[2].text in ("yes!", "no!")
+
+
+def test_a_failing_step_ends_the_running_requests_and_the_loop_keeps_serving(model, vocab):
+    engine = Engine(model, vocab)
+    outcomes: dict[str, list] = {}
+    done = threading.Event()
+
+    def sink(out):
+        if out.finished:
+            outcomes.setdefault(out.request_id, []).append(out)
+            done.set()
+
+    original = engine.sampler.sample
+
+    def broken(*args, **kwargs):
+        engine.sampler.sample = original  # fail once
+        raise RuntimeError("simulated sampler bug")
+
+    engine.sampler.sample = broken
+    engine.start()
+    try:
+        first = engine.submit(greedy(vocab.encode("one"), 3), sink)
+        assert done.wait(60)
+        done.clear()
+        second = engine.submit(greedy(vocab.encode("two"), 3), sink)
+        assert done.wait(60)
+    finally:
+        engine.stop()
+    assert outcomes[first][0].finish_reason == "error" and "simulated" in str(outcomes[first][0].error)
+    assert outcomes[second][0].finish_reason == "length"

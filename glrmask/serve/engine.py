@@ -338,7 +338,12 @@ class Engine:
                     self._wake.wait()
                 if self._stopping:
                     break
-            self.step()
+            try:
+                self.step()
+            except Exception as exc:  # the loop must survive: end what was running, keep serving
+                log.exception("engine step failed")
+                for a in list(self._active):
+                    self._fail(a, GenerationError(f"internal error in the engine step: {type(exc).__name__}: {exc}"))
         self._drain_inbox()
         for a in list(self._active) + list(self._waiting):
             self._finish(a, "cancelled")
