@@ -48,7 +48,7 @@ def test_default_whitespace_accepts_json_dumps_indent_output(indent):
 
 def test_default_indent_run_is_bounded():
     p = parser_for({"type": "array"})
-    assert accepts(p, "[\n" + " " * 96 + "1]") and not accepts(p, "[\n" + " " * 97 + "1]")
+    assert accepts(p, "[\n" + " " * 64 + "1]") and not accepts(p, "[\n" + " " * 65 + "1]")
 
 
 def test_whitespace_is_not_allowed_around_the_document():

@@ -74,7 +74,7 @@ STRING_KEYS = ('__patterns', '__formats', 'minLength', 'maxLength', '__notstr')
 NUMBER_KEYS = ('minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', '__notnum')
 
 DEFAULT_MAX_WHITESPACE = 4
-DEFAULT_MAX_INDENT = 96
+DEFAULT_MAX_INDENT = 64
 MAX_ANY_ORDER_PROPERTIES = 8
 MAX_INDENT_DEPTH = 24
 MAX_ENUM_VALUES = 5000
