@@ -59,7 +59,7 @@ DEF BOUNDARY = -2
 DEF DEAD = -1
 DEF C_TRUE = 0
 DEF C_FALSE = 1
-DEF N_CACHE_SLOTS = 64
+DEF N_CACHE_SLOTS = 256
 
 # return codes of the nogil entry points
 OK = 0
