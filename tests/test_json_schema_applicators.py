@@ -238,3 +238,14 @@ def test_unevaluated_properties_over_branches_that_declare_nothing():
     s = {"properties": {"a": {}, "b": {}}, "anyOf": [{"required": ["a"]}, {"required": ["b"]}],
          "unevaluatedProperties": False}
     check(s, [{"a": 1}, {"b": 1}, {"a": 1, "b": 2}], [{"a": 1, "c": 1}, {}])
+
+
+def test_not_of_prefix_items_means_some_prefix_item_fails():
+    check({"type": "array", "not": {"prefixItems": [{"type": "integer"}, {"type": "string"}]}},
+          [["a"], [1, 2]], [[], [1], [1, "a"], [1, "a", 3]])
+
+
+def test_not_of_contains_counts_outside_the_range():
+    check({"type": "array", "not": {"contains": {"type": "integer"}}}, [[], ["a"]], [[1], ["a", 2]])
+    check({"type": "array", "not": {"contains": {"type": "integer"}, "minContains": 2, "maxContains": 3}},
+          [[], [1], [1, 2, 3, 4]], [[1, 2], [1, 2, 3]])

@@ -687,8 +687,9 @@ class Lowerer:
         if depth > MAX_MERGE_DEPTH:
             raise UnsupportedSchema(f"#{ptr}: not/$ref chain too deep")
         for k in n:
-            if k not in STRUCTURAL or (k in NEGATABLE and k != '__extras') or k in ('properties', 'items'):
-                continue  # `properties`/`items` are complemented below; their siblings are checked here
+            if k not in STRUCTURAL or (k in NEGATABLE and k != '__extras') or k in ('properties', 'items') \
+                    or (k in ('prefixItems', '__contains') and 'items' not in n or k == '__contains'):
+                continue  # complemented below (_negate_object/_negate_array); their siblings are checked here
             if not self._vacuous(k, n[k]):
                 what = 'additionalProperties/patternProperties' if k == '__extras' else repr(k)
                 raise _NotRegular(self.ptrs.get(id(n), ptr), f"keyword {what}")
@@ -786,10 +787,24 @@ class Lowerer:
         if 'maxItems' in n:
             alts.append({'type': 'array', 'minItems': n['maxItems'] + 1})
         if 'items' in n and n['items'] is not True:
+            if n.get('prefixItems'):
+                raise _NotRegular(ptr, "items after prefixItems")
             neg = self._union_of(self._negate(self.normalize(n['items'], _ptr_join(ptr, 'items'), depth + 1),
                                               ptr, depth + 1))
             if neg is not False:
                 alts.append({'type': 'array', '__contains': [[neg, 1, None, _ptr_join(ptr, 'items')]]})
+        for i, p in enumerate(n.get('prefixItems') or ()):
+            # item i exists and fails its prefix schema
+            neg = self._union_of(self._negate(self.normalize(p, _ptr_join(ptr, 'prefixItems', i), depth + 1),
+                                              ptr, depth + 1))
+            if neg is not False:
+                alts.append({'type': 'array', 'minItems': i + 1, 'prefixItems': [True] * i + [neg]})
+        for c, lo, hi, cptr in n.get('__contains', ()):
+            # too few or too many items meet `contains`
+            if lo > 0:
+                alts.append({'type': 'array', '__contains': [[c, 0, lo - 1, cptr]]})
+            if hi is not None:
+                alts.append({'type': 'array', '__contains': [[c, hi + 1, None, cptr]]})
         return alts
 
     def _negate_numbers(self, n: dict, allowed: set, enum: list | None) -> list[Any]:
