@@ -8,23 +8,31 @@ earlier terminal A's match condition fail. ``start: A B`` with ``A: /a+/`` and `
 empty language (``re.match`` takes every ``a`` into A), yet after ``a`` the mask keeps offering
 ``a`` forever. Such dead ends cannot be seen locally, so the compiler looks for them once.
 
-A pair (A, B) of terminals that can be adjacent is reported only when the joint search finds a
-configuration the masks would keep that no continuation completes:
+A terminal A, or a pair (A, B) of terminals that can be adjacent, is reported only when the joint
+search finds a configuration the masks would keep that no continuation completes:
 
 * **inside B**: after a candidate end of A with pending condition ``c`` and a non-empty prefix
   ``u`` of a B lexeme, ``c`` can still hold and B can still end, but no continuation does both
   (or B ends with its own condition and the two conditions exclude each other);
-* **at the boundary**: some lane state of A is alive, yet every match of A it can still reach
-  carries a condition that neither B's bytes nor those of an ignored terminal (which may always
-  sit in between) can satisfy — when B is what must follow, A's bytes lead nowhere.
+* **at the boundary**: at some place of A in the grammar (a position in a rule: what may follow
+  there is FIRST of the rest of the rule, plus FOLLOW of its left-hand side when the rest can be
+  empty; an ignored terminal's places are all the gaps), some lane state of A is alive, yet every
+  match of A it can still reach carries a condition that none of the terminals that may follow
+  there, no ignored terminal (they may always sit in between) and, where the document may end
+  there, not the end either, lets stand — A's bytes lead nowhere. ``x := //c`` in a grammar whose
+  newlines are tokens is one: the comment can only end at a newline, which may not follow ``:=``.
 
 Ordinary lookaheads are not reported: ``AND: /and(?![A-Za-z0-9_])/`` before ``NAME`` or
-``COMMENT: /#[^\\n]*/`` before anything only means the text continues as another lexeme, and the
-masks see that at once. Text after B is taken to be anything (a condition reaching past B into a
-third terminal is not followed). Exploration is bounded; hitting the bound is reported too.
+``COMMENT: /#[^\\n]*/`` before anything only means the text continues as another lexeme, which
+the masks see at once; nor is a comment that ignored whitespace or a newline token may end. Text after B is taken to be anything (a condition reaching past B into a third
+terminal is not followed), and inside B no other lexeme that could read the same bytes is
+assumed to rescue the configuration (the pair is reported if some context lacks one). FOLLOW sets
+merge the contexts of a rule's left-hand side, so a boundary collision that only one of them has
+can go unreported. Exploration is bounded; hitting the bound is reported too.
 """
 from __future__ import annotations
 
+import json
 from collections import deque
 from typing import Optional
 
@@ -266,17 +274,89 @@ class _TerminalLanes:
         return min((self.prefix[q] for q in stuck), key=lambda p: (len(p), p))
 
 
+def follower_contexts(grammar: Grammar) -> dict[str, set[tuple[frozenset[str], bool]]]:
+    """For each terminal, the places it can occur: ``(terminals that can come right after it
+    there, whether the document may end there)``, one entry per distinct place.
+
+    A place is a position in a rule (``FIRST`` of the rest of the rule, plus the ``FOLLOW`` set of
+    its left-hand side when the rest can be empty). An ignored terminal may sit in any gap, so its
+    places are those of every terminal, plus the gap before the first one. Ignored terminals are
+    left out of the sets: they may follow anything."""
+    nts = set(grammar.nonterminals)
+    ignore = frozenset(grammar.ignore)
+    first: dict[str, set[str]] = {n: set() for n in nts}
+    nullable: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for r in grammar.rules:
+            if r.lhs not in nullable and all(x in nullable for x in r.rhs):
+                nullable.add(r.lhs)
+                changed = True
+            for x in r.rhs:
+                add = first[x] if x in nts else {x}
+                if not add <= first[r.lhs]:
+                    first[r.lhs] |= add
+                    changed = True
+                if x not in nullable:
+                    break
+
+    def first_of(seq) -> tuple[set[str], bool]:
+        out: set[str] = set()
+        for x in seq:
+            out |= first[x] if x in nts else {x}
+            if x not in nullable:
+                return out, False
+        return out, True
+
+    follow: dict[str, set[str]] = {n: set() for n in nts}
+    ends: set[str] = {grammar.start}
+    changed = True
+    while changed:
+        changed = False
+        for r in grammar.rules:
+            for i, x in enumerate(r.rhs):
+                if x not in nts:
+                    continue
+                f, rest_nullable = first_of(r.rhs[i + 1:])
+                if rest_nullable:
+                    f = f | follow[r.lhs]
+                    if r.lhs in ends and x not in ends:
+                        ends.add(x)
+                        changed = True
+                if not f <= follow[x]:
+                    follow[x] |= f
+                    changed = True
+    contexts: dict[str, set[tuple[frozenset[str], bool]]] = {t: set() for t in grammar.terminals}
+    for r in grammar.rules:
+        for i, x in enumerate(r.rhs):
+            if x in nts:
+                continue
+            f, rest_nullable = first_of(r.rhs[i + 1:])
+            if rest_nullable:
+                f = f | follow[r.lhs]
+            contexts.setdefault(x, set()).add((frozenset(f - ignore), rest_nullable and r.lhs in ends))
+    gaps = set().union(*contexts.values()) if contexts else set()
+    start_first, start_nullable = first_of((grammar.start,))
+    gaps.add((frozenset(start_first - ignore), start_nullable))
+    for ig in ignore:
+        contexts[ig] = set(gaps)
+    return contexts
+
+
 def find_lookahead_collisions(grammar: Grammar, lexer: Lexer, *, budget: int = 20_000) -> list[str]:
-    """Human-readable warnings, one per colliding terminal pair (empty when masks are exact)."""
+    """Human-readable warnings, one per collision found (empty when masks are exact): per pair for
+    one inside a follower, per terminal (naming one place) for one at a boundary."""
     index = {n: i for i, n in enumerate(lexer.terminal_names)}
     followers: dict[str, set[str]] = {}
     for a, b in adjacent_terminal_pairs(grammar):
         followers.setdefault(a, set()).add(b)
+    places = follower_contexts(grammar)
     search = _JointSearch(lexer, budget)
     starts = {n: lexer.restrict(lexer.initial, frozenset((i,))) for n, i in index.items()}
     ignored = sorted(grammar.ignore)
     warnings: list[str] = []
-    for a in sorted(followers):
+    for a in sorted(set(followers) | {t for t, ctx in places.items() if ctx}):
         try:
             lanes = _TerminalLanes(lexer, index[a], budget)
         except _BudgetExceeded:
@@ -284,36 +364,78 @@ def find_lookahead_collisions(grammar: Grammar, lexer: Lexer, *, budget: int = 2
             continue
         if not lanes.conds:
             continue  # every match of A is final when it ends: nothing after it can change it
-        for b in sorted(followers[a]):
+        shown = {n: _display(grammar, n) for n in {a} | followers.get(a, set())}
+        inside: set[str] = set()  # followers already reported: the boundary check would repeat them
+        for b in sorted(followers.get(a, ())):
             if a == b and a in grammar.ignore:
                 continue  # a run of one ignored terminal cut in two is just a longer run
             try:
-                warning = _pair_warning(search, lanes, a, b, starts, ignored, b in grammar.ignore)
+                warning = _inside_warning(search, lanes, shown[a], shown[b], starts[b])
             except _BudgetExceeded:
-                warning = f"lookahead-collision check for {a} followed by {b} stopped at its budget"
+                warning = f"lookahead-collision check for {shown[a]} followed by {shown[b]} stopped at its budget"
             if warning:
                 warnings.append(warning)
+                inside.add(b)
+        a_places = {p for p in places.get(a, set()) if not p[0] & inside}
+        try:
+            warning = _boundary_warning(search, lanes, grammar, a, a_places, starts, ignored)
+        except _BudgetExceeded:
+            warning = f"lookahead-collision check for the end of {shown[a]} stopped at its budget"
+        if warning:
+            warnings.append(warning)
     return warnings
 
 
-def _pair_warning(search: _JointSearch, lanes: _TerminalLanes, a: str, b: str, starts: dict[str, int],
-                  ignored: list[str], b_ignored: bool) -> Optional[str]:
+def _display(grammar: Grammar, name: str) -> str:
+    """A terminal as a user knows it: an anonymous literal as its quoted string, a named one (the
+    front-end may have named it, ``EQUAL``) with the string beside the name."""
+    t = grammar.terminals.get(name)
+    if t is None or t.literal is None:
+        return name
+    if name.lstrip("_").startswith("ANON"):
+        return json.dumps(t.literal)
+    return f"{name} ({json.dumps(t.literal)})"
+
+
+def _inside_warning(search: _JointSearch, lanes: _TerminalLanes, a: str, b: str, start_b: int) -> Optional[str]:
     for c0, own in sorted(lanes.ends):
-        u = search.dead_inside(c0, starts[b], own)
+        u = search.dead_inside(c0, start_b, own)
         if u is not None:
             return (f"lookahead collision: {a} followed by {b} can read {u!r} of {b} in a way no "
                     f"continuation completes (it undoes how {a} matched); masks may allow dead ends there")
-    if b_ignored:
-        return None  # whatever may follow an ignored terminal may follow A directly: checked there
-    rescuers = [starts[b]] + [starts[i] for i in ignored]
+    return None
 
-    def good_end(c: int) -> bool:
-        return search.pending_alive(c) and any(search.lane_completes(c, q) for q in rescuers)
 
-    prefix = lanes.stuck_state(search.lexer, good_end)
-    if prefix is None:
+def _boundary_warning(search: _JointSearch, lanes: _TerminalLanes, grammar: Grammar, a: str,
+                      places: set[tuple[frozenset[str], bool]], starts: dict[str, int],
+                      ignored: list[str]) -> Optional[str]:
+    """A place of A where a live lane state of A can reach no match that what may follow there
+    (or the end of the document, where it may end) lets stand."""
+    lexer = search.lexer
+    stuck_places = []
+    for follow, may_end in sorted(places, key=lambda p: (len(p[0]), sorted(p[0]), p[1])):
+        rescuers = [starts[t] for t in sorted(follow)] + [starts[i] for i in ignored]
+        memo: dict[int, bool] = {}
+
+        def good_end(c: int) -> bool:
+            hit = memo.get(c)
+            if hit is None:
+                hit = memo[c] = search.pending_alive(c) and (
+                    c == Lexer.TRUE or (may_end and lexer.cond_at_end(c))
+                    or any(search.lane_completes(c, q) for q in rescuers))
+            return hit
+
+        prefix = lanes.stuck_state(lexer, good_end)
+        if prefix is not None:
+            stuck_places.append((follow, prefix))
+    if not stuck_places:
         return None
-    shown = f"after {prefix!r}, " if prefix else ""
-    return (f"lookahead collision: {shown}every way {a} can still match needs following bytes that "
-            f"{b}{' and the ignored terminals' if ignored else ''} cannot start with; where {b} must "
-            f"follow {a}, masks allow bytes of {a} that lead nowhere")
+    follow, prefix = stuck_places[0]
+    names = sorted(_display(grammar, n) for n in follow)
+    shown = ", ".join(names[:4]) + (f" or {len(names) - 4} more" if len(names) > 4 else "")
+    where = f"where only {shown} may follow it" if names else "where nothing may follow it"
+    more = f" (and {len(stuck_places) - 1} more such places)" if len(stuck_places) > 1 else ""
+    after = f"after {prefix!r}, " if prefix else ""
+    a = _display(grammar, a)
+    return (f"lookahead collision: {after}every match {a} can still make is undone by what may follow it, "
+            f"{where}{more}; masks allow bytes of {a} there that lead nowhere")

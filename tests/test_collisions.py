@@ -58,6 +58,31 @@ def test_caseless_keyword_before_a_caseless_name_is_reported():
     assert "KW followed by NAME" in w and r"b'\xc4'" in w
 
 
+NEWLINE_TOKENS = r'''start: stmt (NL stmt)*
+stmt: NAME "=" NAME
+NL: "\n"
+NAME: /[a-z]+/
+COMMENT: /#[^\n]*/
+%ignore COMMENT
+%ignore " "
+'''
+
+
+def test_comment_where_no_newline_may_follow_is_reported():
+    """A comment ends only at a newline, and after ``=`` only a name may come: ``x = #c`` can never
+    be completed, yet the masks allow the comment."""
+    (w,) = collisions(NEWLINE_TOKENS)
+    assert "every match COMMENT can still make" in w
+    assert 'where only EQUAL ("=") may follow it (and 1 more such places)' in w  # after NAME, after "="
+
+
+def test_the_comment_dead_end_is_real():
+    mask = glrmask.compile(NEWLINE_TOKENS, byte_vocab(), mode="dynamic")
+    state = mask.start()
+    assert state.commit_bytes(b"x = #c")
+    assert not state.fork().commit_bytes(b"\n") and not state.is_accepting()
+
+
 def test_a_reported_collision_is_a_real_dead_end():
     mask = glrmask.compile(CASELESS, byte_vocab(), mode="dynamic")
     state = mask.start()
@@ -79,7 +104,13 @@ def test_a_reported_collision_is_a_real_dead_end():
     "start: NUM WORD\nNUM: /[0-9]+(?![a-z])/\nWORD: /[a-z]+/\n%ignore / +/",
     # a lazy quantifier ended by its follower
     'start: A B\nA: /a+?/\nB: "b"',
-], ids=["keyword-name", "line-comment", "greedy-number", "boundary-with-space", "lazy"])
+    # a comment that is a token of its own, in a run of newlines and comments
+    'start: (pair _nl)*\n_nl: (NL | COMMENT)+\npair: KEY "=" KEY\nNL: "\\n"\nKEY: /[a-z]+/\n'
+    'COMMENT: /#[^\\n]*/',
+    # a value running to the end of the line, where a newline may (but need not) follow
+    'start: entry*\nentry: KEY "=" VALUE NL?\nNL: "\\n"\nKEY: /[a-z]+/\nVALUE: /[^\\n=]+/',
+], ids=["keyword-name", "line-comment", "greedy-number", "boundary-with-space", "lazy", "comment-token",
+        "optional-newline"])
 def test_ordinary_lookaheads_are_not_reported(grammar):
     assert collisions(grammar) == []
 
