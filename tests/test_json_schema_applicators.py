@@ -249,3 +249,8 @@ def test_not_of_contains_counts_outside_the_range():
     check({"type": "array", "not": {"contains": {"type": "integer"}}}, [[], ["a"]], [[1], ["a", 2]])
     check({"type": "array", "not": {"contains": {"type": "integer"}, "minContains": 2, "maxContains": 3}},
           [[], [1], [1, 2, 3, 4]], [[1, 2], [1, 2, 3]])
+
+
+def test_not_of_dependent_required():
+    check({"type": "object", "not": {"dependentRequired": {"a": ["b"]}}}, [{"a": 1}], [{}, {"a": 1, "b": 2}, {"b": 1}],
+          property_order="any")

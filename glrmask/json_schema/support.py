@@ -38,7 +38,7 @@ MATRIX: list[tuple[str, str, str]] = [
     ("allOf", SUPPORTED, f"merged into one schema keeping each keyword's scope; combinations of anyOf under allOf are distributed (budget {MAX_DISTRIBUTION})"),
     ("not", PARTIAL, "complement within each JSON type, for type, enum/const, string keywords (pattern, format, min/maxLength), numeric bounds and multipleOf, "
      "required, min/maxProperties, properties, items or prefixItems (not both), contains/minContains/maxContains, min/maxItems, and anyOf/allOf/oneOf/not/$ref of these; "
-     "additionalProperties, patternProperties, propertyNames, uniqueItems and dependencies under `not` are unsupported"),
+     "dependentRequired/dependentSchemas; additionalProperties, patternProperties, propertyNames and uniqueItems under `not` are unsupported"),
     ("if / then / else", PARTIAL, "as (if ∧ then) ∨ (not-if ∧ else) when `if` is one of the `not` cases; `if` alone has no effect"),
     ("unevaluatedProperties / unevaluatedItems", PARTIAL, "where the evaluated set is static (properties/patternProperties/additionalProperties, prefixItems/items across allOf and $ref); "
      "over anyOf/oneOf/if/dependentSchemas branches unsupported"),
