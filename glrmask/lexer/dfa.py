@@ -418,21 +418,106 @@ def _explore_conds(lexer: Lexer, ev_lists: list[tuple], max_conds: int, check: _
 
 
 # ---------------------------------------------------------------------- minimization
+def _row_labels(rows: np.ndarray) -> np.ndarray:
+    """Labels equal iff the int64 rows are equal (exact). Rows are grouped by two independent
+    64-bit multiplicative hashes — sorting two integer columns is far cheaper than ``np.unique``
+    over whole rows — and every group is then checked against its first row; on a collision
+    (never seen in practice, but possible) the rows are grouped exactly by ``np.unique``."""
+    m, w = rows.shape
+    if m == 0:
+        return np.zeros(0, dtype=np.int64)
+    gen = np.random.default_rng(0x61726D)  # fixed: labels must not depend on a random seed
+    coef = gen.integers(1, 2**63 - 1, size=(2, w), dtype=np.int64).astype(np.uint64) | np.uint64(1)
+    u = rows.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        h1 = (u * coef[0]).sum(axis=1, dtype=np.uint64)
+        h2 = ((u ^ np.uint64(0x9E3779B97F4A7C15)) * coef[1]).sum(axis=1, dtype=np.uint64)
+    order = np.lexsort((h2, h1))
+    s1, s2 = h1[order], h2[order]
+    starts = np.empty(m, dtype=bool)
+    starts[0] = True
+    starts[1:] = (s1[1:] != s1[:-1]) | (s2[1:] != s2[:-1])
+    group = np.cumsum(starts) - 1
+    labels = np.empty(m, dtype=np.int64)
+    labels[order] = group
+    first = order[np.flatnonzero(starts)]
+    if not np.array_equal(rows, rows[first[labels]]):  # pragma: no cover - a 128-bit collision
+        _, labels = np.unique(rows, axis=0, return_inverse=True)
+        labels = labels.reshape(-1)
+    return labels
+
+
 def _refine(cls: np.ndarray, targets: np.ndarray, check: _Deadline, stage: str) -> np.ndarray:
-    """Moore refinement to the fixed point: split classes whose members' rows
-    ``(own class, class of each target [-1 = none])`` differ. A chain of ``n`` states needs ``n``
-    rounds (counted repeats), so every round checks the deadline."""
-    n_cls = np.unique(cls).size  # (initial labels need not be contiguous)
-    while True:
+    """The coarsest partition refining ``cls`` in which members of a class have targets in the
+    same classes on every byte (DEAD = -1 only to DEAD): Moore's refinement, incrementally.
+
+    Why incremental: a chain of ``n`` states (a counted repeat ``x{1,n}``) needs ``n`` rounds, and
+    re-hashing every row each round makes that quadratic. After the first round only the
+    predecessors of states that changed class can see a different row; a class's other members
+    keep the row they shared, so a round only regroups those candidates: within a class, each
+    distinct candidate row becomes a new class, except that when every member is a candidate the
+    largest group keeps the class's id. Classes are only ever split on a difference in rows, and
+    the loop stops at a stable partition, so the result is the same coarsest partition the
+    plain algorithm reaches (ids are renumbered canonically by the caller)."""
+    n, k = targets.shape
+    _, cls = np.unique(cls, return_inverse=True)
+    cls = cls.reshape(-1).astype(np.int64)
+    if n == 0:
+        return cls
+    n_cls = int(cls.max()) + 1
+    flat = targets.reshape(-1)
+    live = flat >= 0
+    src = np.repeat(np.arange(n, dtype=np.int64), k)[live]
+    dst = flat[live]
+    by_dst = np.argsort(dst, kind="stable")
+    pred_src = src[by_dst]
+    pred_ptr = np.searchsorted(dst[by_dst], np.arange(n + 1))
+    size = np.bincount(cls, minlength=n_cls)
+    cand = np.arange(n, dtype=np.int64)
+    while cand.size:
         check.check(stage)
-        tcls = np.where(targets >= 0, cls[np.maximum(targets, 0)], -1)
-        rows = np.ascontiguousarray(np.concatenate([cls[:, None], tcls], axis=1))
-        _, new = np.unique(rows, axis=0, return_inverse=True)
-        new = new.reshape(-1)
-        n_new = int(new.max()) + 1 if new.size else 0
-        if n_new == n_cls:
-            return new
-        cls, n_cls = new, n_new
+        own = cls[cand]
+        t = targets[cand]
+        rows = np.concatenate([own[:, None], np.where(t >= 0, cls[np.maximum(t, 0)], -1)], axis=1)
+        grp = _row_labels(np.ascontiguousarray(rows))
+        n_grp = int(grp.max()) + 1
+        grp_block = np.empty(n_grp, dtype=np.int64)
+        grp_block[grp] = own
+        grp_size = np.bincount(grp, minlength=n_grp)
+        cand_in_block = np.bincount(own, minlength=n_cls)
+        # the group that keeps its block's id: none when the block has members that are not
+        # candidates (they keep it), else the largest group of the block (first on ties)
+        keep = np.zeros(n_grp, dtype=bool)
+        full = cand_in_block[grp_block] == size[grp_block]
+        if full.any():
+            idx = np.flatnonzero(full)
+            # largest group per block: sort by (block, -size, group) and take each block's first
+            o = np.lexsort((idx, -grp_size[idx], grp_block[idx]))
+            ordered = idx[o]
+            firsts = np.ones(ordered.size, dtype=bool)
+            firsts[1:] = grp_block[ordered[1:]] != grp_block[ordered[:-1]]
+            keep[ordered[firsts]] = True
+        moving = np.flatnonzero(~keep)
+        if moving.size == 0:
+            break
+        new_id = np.full(n_grp, -1, dtype=np.int64)
+        new_id[moving] = n_cls + np.arange(moving.size)
+        n_cls += moving.size
+        moved = new_id[grp] >= 0
+        changed = cand[moved]
+        old_blocks = cls[changed]
+        cls[changed] = new_id[grp[moved]]
+        size = np.concatenate([size, np.zeros(moving.size, dtype=size.dtype)])
+        np.subtract.at(size, old_blocks, 1)
+        np.add.at(size, cls[changed], 1)
+        # next candidates: the predecessors of every state that changed class
+        lo, hi = pred_ptr[changed], pred_ptr[changed + 1]
+        counts = hi - lo
+        if not counts.sum():
+            break
+        starts = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+        cand = np.unique(pred_src[starts + np.arange(int(counts.sum()))])
+    return cls
 
 
 def _minimize_conds(trans: np.ndarray, at_end: np.ndarray, check: _Deadline) -> np.ndarray:
