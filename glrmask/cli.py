@@ -626,7 +626,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     nbytes = sum(int(a.nbytes) for a in art.arrays.values())
     fingerprint = meta["vocab_fingerprint"]
     name, eos = meta.get("vocab_name"), meta.get("eos_token_ids")
-    if name is None or eos is None:  # not recorded in the artifact: name it when we hold that tokenizer
+    if args.tokenizer or name is None or eos is None:  # name it from a tokenizer we hold, if it is that one
         known = load_vocab(args.tokenizer) if args.tokenizer else Vocab.default()
         if known.fingerprint == fingerprint:
             name = known.name if name is None else name

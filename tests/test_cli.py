@@ -358,3 +358,33 @@ def test_an_error_inside_the_serving_module_is_not_swallowed(monkeypatch):
     monkeypatch.setattr(cli.importlib, "import_module", broken)
     with pytest.raises(ModuleNotFoundError):
         cli.build_parser()
+
+
+def test_schema_path_that_is_a_directory_says_so(tmp_path, capsys):
+    err = error_of(["check", "--json-schema", str(tmp_path), "--text", "1"], capsys)
+    assert "error: --json-schema: not a file:" in err
+
+
+MISTRAL = str(ROOT / "tests" / "data" / "tokenizers" / "mistral-7b-v0.1" / "tokenizer.json.gz")
+
+
+@pytest.fixture(scope="module")
+def mistral_artifact(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("mistral") / "list.glrm")
+    assert main(["-q", "compile", LIST, "--tokenizer", MISTRAL, "-o", path]) == 0
+    return path
+
+
+def test_inspect_names_another_tokenizer_when_given_it(mistral_artifact, capsys):
+    capsys.readouterr()
+    assert main(["inspect", mistral_artifact, "--tokenizer", MISTRAL]) == 0
+    out = capsys.readouterr().out
+    eos = list(glrmask.Vocab.from_tokenizer_json(MISTRAL).eos_token_ids)
+    assert re.search(r"^tokenizer     .*mistral.*: 32,000 tokens, 32,000 logits, end tokens " + re.escape(str(eos)),
+                     out, re.M)
+
+
+def test_inspect_with_the_wrong_tokenizer_says_so(mistral_artifact, capsys):
+    capsys.readouterr()
+    err = error_of(["inspect", mistral_artifact, "--tokenizer", "default"], capsys)
+    assert "was compiled for another tokenizer than default" in err
