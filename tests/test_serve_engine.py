@@ -81,10 +81,11 @@ def test_greedy_tokens_match_a_decode_loop_without_a_cache(model, vocab):
 
 
 def test_batched_requests_of_different_lengths_each_match_their_own_loop(model, vocab):
-    prompts = [vocab.encode(t) for t in ("Hello", "A much longer prompt than the others", "x y")]
-    done = Engine(model, vocab).generate([greedy(p, 8) for p in prompts])
-    for p, d in zip(prompts, done):
-        assert d.token_ids == reference_greedy(model, vocab, p, 8)
+    prompts = [vocab.encode(t) for t in ("Hello", "A much longer prompt than the others", "x y", "four")]
+    lengths = [8, 3, 12, 5]  # requests leave the batch at different steps
+    done = Engine(model, vocab).generate([greedy(p, n) for p, n in zip(prompts, lengths)])
+    for p, n, d in zip(prompts, lengths, done):
+        assert d.token_ids == reference_greedy(model, vocab, p, n)
 
 
 def test_a_phrase_ban_rewinds_the_cache_and_samples_again(model, vocab):

@@ -5,8 +5,9 @@ One step of the engine, for every active request at once:
 
 1. **Forward.** Requests that just joined are prefilled in one forward (prompts left-padded);
    requests with one pending token (including those that just rewound) are decoded in one batched
-   forward (their KV caches stacked, left-padded, with per-row positions). Each request keeps its
-   own ``DynamicCache``, so joining, leaving and rewinding never disturb the others. On a GPU the
+   forward (their KV caches stacked, left-padded, with per-row positions; the stack is kept while
+   the same requests keep decoding together). Each request has its own cache again as soon as the
+   group changes, so joining, leaving and rewinding never disturb the others. On a GPU the
    forward's kernels are only launched here and nothing waits for them before the masks are filled,
    so the CPU computes masks while the GPU computes logits.
 2. **Masks.** Grammar-constrained rows are filled in one ``glrmask.fill_masks`` call; then each
@@ -183,6 +184,16 @@ class _Active:
         return self.phrase is not None and bool(self.phrase.banned_tokens(self.phrase.position))
 
 
+@dataclass(slots=True)
+class _DecodeGroup:
+    """Requests decoded together step after step, sharing one stacked, left-padded KV cache."""
+
+    rows: list[_Active]
+    cache: Any
+    offsets: list[int]
+    """Per row, the padding columns in front of its cache."""
+
+
 class Engine:
     """Continuous-batching decode engine over one transformers causal LM.
 
@@ -224,6 +235,7 @@ class Engine:
         self._thread: threading.Thread | None = None
         self._stopping = False
         self._bitmask = glrmask.allocate_token_bitmask(max_batch, width)
+        self._group: _DecodeGroup | None = None
 
     # ----------------------------------------------------------------------------- public API
     def submit(self, req: GenerationRequest, sink: Callable[[RequestOutput], None]) -> str:
@@ -392,6 +404,8 @@ class Engine:
             alone, decode = alone + decode, []
         if len(prefill) == 1:
             alone, prefill = alone + prefill, []
+        if any(self._grouped(batch[i]) for i in alone):
+            self._dissolve()
         for i in alone:
             a = batch[i]
             if a.cache is None:
@@ -427,29 +441,49 @@ class Engine:
         return res.logits[:, -1]
 
     def _decode_batch(self, rows: list[_Active]) -> torch.Tensor:
-        """One token for each row in one forward: caches stacked and left-padded, positions per row."""
-        caches = [a.cache for a in rows]
-        lens = [c.get_seq_length() for c in caches]
-        longest = max(lens)
-        data = []
-        for li in range(len(caches[0].layers)):
-            ks = [F.pad(c.layers[li].keys, (0, 0, longest - n, 0)) for c, n in zip(caches, lens)]
-            vs = [F.pad(c.layers[li].values, (0, 0, longest - n, 0)) for c, n in zip(caches, lens)]
-            data.append((torch.cat(ks), torch.cat(vs)))
-        stacked = _new_cache(self.model, data)
-        attn = torch.zeros((len(rows), longest + 1), dtype=torch.long, device=self.device)
-        for i, n in enumerate(lens):
-            attn[i, longest - n:] = 1
+        """One token for each row in one forward: caches stacked and left-padded, positions per row.
+
+        The stacked cache is kept while the same requests keep decoding together (the usual case
+        between joins, leaves and rewinds), so a step costs one forward and no restacking; any
+        change dissolves it back into per-request caches first (:meth:`_dissolve`).
+        """
+        group = self._group
+        if group is None or len(group.rows) != len(rows) or any(x is not y for x, y in zip(group.rows, rows)):
+            self._dissolve()
+            caches = [a.cache for a in rows]
+            lens = [c.get_seq_length() for c in caches]
+            longest = max(lens)
+            data = []
+            for li in range(len(caches[0].layers)):
+                ks = [F.pad(c.layers[li].keys, (0, 0, longest - n, 0)) for c, n in zip(caches, lens)]
+                vs = [F.pad(c.layers[li].values, (0, 0, longest - n, 0)) for c, n in zip(caches, lens)]
+                data.append((torch.cat(ks), torch.cat(vs)))
+            group = self._group = _DecodeGroup(list(rows), _new_cache(self.model, data),
+                                               [longest - n for n in lens])
+        width = group.cache.get_seq_length()
+        attn = torch.ones((len(rows), width + 1), dtype=torch.long, device=self.device)
+        for i, pad in enumerate(group.offsets):
+            attn[i, :pad] = 0
         ids = torch.tensor([[a.pending[0]] for a in rows], device=self.device)
-        pos = torch.tensor(lens, device=self.device)[:, None]
-        res = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, cache=stacked,
+        pos = torch.tensor([width - pad for pad in group.offsets], device=self.device)[:, None]
+        res = self.model(input_ids=ids, attention_mask=attn, position_ids=pos, cache=group.cache,
                          use_cache=True, logits_to_keep=1)
-        for i, (a, c) in enumerate(zip(rows, caches)):
-            for li in range(len(c.layers)):
-                layer = stacked.layers[li]
-                c.update(layer.keys[i:i + 1, :, -1:], layer.values[i:i + 1, :, -1:], li)
+        for a in rows:
             a.pending = []
         return res.logits[:, -1]
+
+    def _dissolve(self) -> None:
+        """Give every request of the decode group its own cache again (its rows of the stacked one)."""
+        group, self._group = self._group, None
+        if group is None:
+            return
+        for i, (a, pad) in enumerate(zip(group.rows, group.offsets)):
+            if not a.done:
+                a.cache = _new_cache(self.model, [(layer.keys[i:i + 1, :, pad:], layer.values[i:i + 1, :, pad:])
+                                                  for layer in group.cache.layers])
+
+    def _grouped(self, a: _Active) -> bool:
+        return self._group is not None and any(x is a for x in self._group.rows)
 
     # ----------------------------------------------------------------------------- masks
     def _apply_masks(self, batch: list[_Active], logits: torch.Tensor) -> list[bool]:
@@ -534,6 +568,8 @@ class Engine:
     def _rewind(self, a: _Active, k: int) -> None:
         """Drop the last ``k`` tokens everywhere: KV cache, grammar, n-gram guard, history."""
         self.stats.rewinds += 1
+        if self._grouped(a):
+            self._dissolve()
         # The cache holds the prompt and every generated token but the newest (fed next step);
         # afterwards it must hold all but the last retained token, which is fed again: k fewer.
         a.cache.crop(-k)
@@ -572,6 +608,8 @@ class Engine:
         if a.done:
             return
         a.done = True
+        if self._grouped(a):
+            self._dissolve()
         tail = a.detok.finish() if reason != "error" and reason != "cancelled" else None
         for pool in (self._active, self._waiting):
             if a in pool:
