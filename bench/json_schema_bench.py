@@ -270,7 +270,7 @@ def main() -> None:
             engines[eng.name] = eng
             print(f"# {eng.name} {eng.version}: ready in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
         except Unavailable as e:
-            missing.append(f"{name}: not installed ({e.reason}); install: {e.install}")
+            missing.append(f"{name}: not installed — {e.reason}; install: {e.install}")
             print(f"# {name}: not installed — {e.install}", file=sys.stderr)
         except Exception as e:
             missing.append(f"{name}: set-up failed ({type(e).__name__}: {e})")

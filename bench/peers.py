@@ -45,9 +45,8 @@ RUST_PYTHON = Path(os.environ.get("GLRMASK_RUST_PYTHON", "/work/venvs/rust/bin/p
 INSTALL = {
     "llguidance": "python -m pip install llguidance==1.9.1 transformers",
     "xgrammar": "python -m pip install 'xgrammar>=0.2,<0.3' transformers",
-    "glrmask-rust": (f"python -m venv {RUST_PYTHON.parent.parent} && "
-                     f"{RUST_PYTHON.parent}/pip install glrmask==0.5.0 numpy "
-                     "(or point GLRMASK_RUST_PYTHON at another venv's python)"),
+    "glrmask-rust": ("python -m venv /work/venvs/rust && /work/venvs/rust/bin/pip install glrmask==0.5.0 numpy "
+                     "(another venv: export GLRMASK_RUST_PYTHON=/path/to/venv/bin/python)"),
 }
 
 # Per-document outcome codes of a replay.
@@ -329,7 +328,7 @@ class LlguidanceEngine(Engine):
             import llguidance.numpy
             hf = _hf_tokenizer(tokenizer)
         except ImportError as e:
-            raise Unavailable("llguidance", f"not installed ({e})") from e
+            raise Unavailable("llguidance", f"cannot import it ({e})") from e
         self.ll = llguidance
         self._fill = llguidance.numpy.fill_next_token_bitmask
         self.tok = (llguidance.hf.from_tokenizer(hf, eos_token=eos) if eos is not None
@@ -375,7 +374,7 @@ class XgrammarEngine(Engine):
             import xgrammar as xgr
             hf = _hf_tokenizer(tokenizer)
         except ImportError as e:
-            raise Unavailable("xgrammar", f"not installed ({e})") from e
+            raise Unavailable("xgrammar", f"cannot import it ({e})") from e
         self.xgr = xgr
         kw = {"stop_token_ids": [eos]} if eos is not None else {}
         self.info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=len(hf), **kw)
@@ -425,7 +424,7 @@ class RustEngine(Engine):
 
     def __init__(self, vocab, *, core: Optional[int] = None, python: Path = RUST_PYTHON):
         if not python.exists():
-            raise Unavailable("glrmask-rust", f"no virtual environment at {python}")
+            raise Unavailable("glrmask-rust", f"no Python at {python}")
         self.python = python
         self.core = core
         self.vocab = vocab

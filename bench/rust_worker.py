@@ -49,6 +49,9 @@ class Worker:
 
     # -- requests ---------------------------------------------------------------------------------
     def hello(self, core, vocab: str) -> dict:
+        if not all(hasattr(glrmask, n) for n in ("Grammar", "Constraint", "Vocab")):
+            return {"ok": False, "error": f"the glrmask at {glrmask.__file__} is not GLRMask-Rust "
+                                          "(no Grammar/Constraint): point GLRMASK_RUST_PYTHON at its own venv"}
         pinned = pin_to_core(core) if core is not None else None
         z = np.load(vocab)
         concat, offsets = z["concat"].tobytes(), z["offsets"].tolist()
