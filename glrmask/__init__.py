@@ -23,7 +23,7 @@ from .json_schema import json_schema_to_grammar, lower_json_schema
 from .kernels import BitmaskError, allocate_token_bitmask, apply_token_bitmask_
 from .vocab import Vocab
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "ArtifactError",

@@ -636,12 +636,14 @@ def compile_json_schema(
     mode: str = "auto",
     limits: Optional[dict] = None,
     cache_dir: "str | os.PathLike[str] | None" = None,
+    on_stage: Optional[Callable[[str, float, dict], None]] = None,
     **schema_options,
 ) -> Mask:
     """Compile a JSON Schema (dict, JSON text, or a path) by lowering it to a grammar
     (:func:`glrmask.json_schema.json_schema_to_grammar` shows that grammar). ``schema_options`` go
     to :func:`glrmask.lower_json_schema` (``whitespace``, ``max_whitespace``, ``indent``,
-    ``property_order``, ``lenient``, …). Warnings of the lowering (ignored keywords in ``lenient``
+    ``property_order``, ``lenient``, …); ``on_stage`` reports static compile stages as
+    :func:`compile` does. Warnings of the lowering (ignored keywords in ``lenient``
     mode) are appended to ``mask.warnings``.
 
     The default is ``mode="auto"`` with a 30 s budget for the background static compile: schemas
@@ -657,7 +659,7 @@ def compile_json_schema(
         text, warnings = lower_json_schema(schema, **schema_options)
         grammar = grammar_from_lark(text, source_name="<json-schema>")
         grammar.warnings.extend(warnings)
-        return compile_grammar(grammar, vocab, mode=mode, limits=limits, cache_dir=cache_dir)
+        return compile_grammar(grammar, vocab, mode=mode, limits=limits, cache_dir=cache_dir, on_stage=on_stage)
 
 
 def compile_grammar(grammar: Grammar, vocab: Vocab, *, mode: str = "static", limits: Optional[dict] = None,

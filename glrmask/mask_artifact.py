@@ -57,6 +57,8 @@ def save_mask(mask, path: "str | os.PathLike[str]") -> None:
     meta = {
         "vocab_fingerprint": mask.vocab.fingerprint,
         "vocab_size": int(mask.vocab.size),
+        "vocab_name": mask.vocab.name,
+        "eos_token_ids": [int(e) for e in mask.vocab.eos_token_ids],
         "n_logits": int(mask.vocab.n_logits),
         "grammar": mask.grammar.to_json(),
         "warnings": list(mask.warnings),

@@ -73,7 +73,7 @@ def test_comment_where_no_newline_may_follow_is_reported():
     be completed, yet the masks allow the comment."""
     (w,) = collisions(NEWLINE_TOKENS)
     assert "every match COMMENT can still make" in w
-    assert 'where only EQUAL ("=") may follow it (and 1 more such places)' in w  # after NAME, after "="
+    assert "where only EQUAL" in w and "(and 1 more such places)" in w  # after NAME, after "="
 
 
 def test_the_comment_dead_end_is_real():
@@ -115,10 +115,8 @@ def test_ordinary_lookaheads_are_not_reported(grammar):
     assert collisions(grammar) == []
 
 
-def test_shipped_grammars_report_only_real_collisions():
-    """JSON, arithmetic, CSV and tinylang have none; every SQL report is the ``ı``/``İ`` case fold
-    of its caseless keywords (a real dead end, see above)."""
-    for name in ("json", "arithmetic", "csv", "tinylang"):
+def test_shipped_grammars_have_no_collisions():
+    """The shipped grammars are collision-free (SQL's keyword guards are case-sensitive ASCII
+    lookaheads, so the ``ı``/``İ`` case fold of ``/i`` cannot undo a keyword)."""
+    for name in ("json", "arithmetic", "csv", "tinylang", "sql"):
         assert collisions(f"grammars/{name}.lark") == [], name
-    sql = collisions("grammars/sql.lark")
-    assert sql and all(r"b'\xc4'" in w for w in sql)
