@@ -447,6 +447,63 @@ class _Builder:
         return _assemble(self, trans, reduces, start, final, notes, method)
 
 
+def _refine_rows(trans: list[dict[int, int]], syms: list[list[int]], cls: list[int], n_cls: int) -> list[int]:
+    """The coarsest refinement of ``cls`` in which members of a class go to the same classes on
+    the same symbols: Moore's refinement, incrementally (like the lexer's, :func:`glrmask.lexer.dfa._refine`).
+
+    A chain of ``n`` states (``"a"{100000}``) needs ``n`` rounds; after the first, only the
+    predecessors of states that changed class are regrouped (a class's other members keep the row
+    they shared), so each round costs what changed, not the whole table. Within a class, each
+    distinct candidate row becomes a new class, except that the largest group keeps the class's id
+    when every member is a candidate."""
+    budget = current_budget()
+    n = len(trans)
+    cls = list(cls)
+    size = [0] * n_cls
+    for c in cls:
+        size[c] += 1
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for src, row in enumerate(trans):
+        for tgt in row.values():
+            preds[tgt].append(src)
+    cand: list[int] = list(range(n))
+    rounds = 0
+    while cand:
+        rounds += 1
+        budget.tick("LR table (merging identical rows)", rounds)
+        groups: dict[tuple, list[int]] = {}
+        for s in cand:
+            row = trans[s]
+            groups.setdefault((cls[s], tuple([cls[row[x]] for x in syms[s]])), []).append(s)
+        by_block: dict[int, list[list[int]]] = {}
+        for key, members in groups.items():
+            by_block.setdefault(key[0], []).append(members)
+        changed: list[int] = []
+        for block, parts in by_block.items():
+            if sum(len(p) for p in parts) == size[block]:
+                if len(parts) == 1:
+                    continue
+                keep = max(range(len(parts)), key=lambda i: len(parts[i]))
+            else:
+                keep = -1
+            for i, part in enumerate(parts):
+                if i == keep:
+                    continue
+                new = len(size)
+                size.append(len(part))
+                size[block] -= len(part)
+                for s in part:
+                    cls[s] = new
+                changed.extend(part)
+        if not changed:
+            break
+        nxt: set[int] = set()
+        for s in changed:
+            nxt.update(preds[s])
+        cand = sorted(nxt)
+    return cls
+
+
 def _minimize(trans, reduces, start, final):
     """Bisimulation quotient: states with identical rows (targets compared up to the partition)
     are merged; states are renumbered in BFS order from the start so the start state is 0."""
@@ -457,20 +514,7 @@ def _minimize(trans, reduces, start, final):
     for s in range(n):
         key = (tuple((t, tuple(rs)) for t, rs in sorted(reduces[s].items())), tuple(syms[s]))
         cls.append(sig0.setdefault(key, len(sig0)))
-    n_cls = len(sig0)
-    budget = current_budget()
-    while True:
-        budget.check("LR table (merging identical rows)")
-        sigs: dict[tuple, int] = {}
-        new = []
-        for s in range(n):
-            row = trans[s]
-            key = (cls[s], tuple([cls[row[x]] for x in syms[s]]))
-            new.append(sigs.setdefault(key, len(sigs)))
-        cls = new
-        if len(sigs) == n_cls:
-            break
-        n_cls = len(sigs)
+    cls = _refine_rows(trans, syms, cls, len(sig0))
     rep: dict[int, int] = {}
     for s in range(n):
         rep.setdefault(cls[s], s)
