@@ -174,11 +174,12 @@ def test_parser_dwa_denotes_the_tokens_whose_terminals_the_stack_accepts(name):
     mask, tdwa, classes, _sets, pdwa = automata(name)
     glr = mask.recognizer.glr
     class_of = classes.class_of_tokens()
+    arrays = pdwa.arrays()
     stacks = {_stack_node(stack) for state, _data in reachable_states(mask, max_depth=4, max_sets=60)
               for _lex, _conds, lane_stacks in state.configuration()[1] for stack in lane_stacks}
     for q in tdwa.boundary_states.tolist():
         for stack in sorted(stacks, key=repr)[:25]:
-            got = pdwa.accepted(q, stack)
+            got = accepted_by_walk(arrays, q, stack)
             for v in range(tdwa.n_tokens):
                 want = False
                 for labels, end in tdwa.token_outcomes(q, v):
@@ -201,24 +202,19 @@ def test_parser_dwa_budgets_raise_grammar_too_complex_naming_the_limit():
 
 
 def test_parser_dwa_is_acyclic_and_its_edges_name_distinct_lr_states():
-    _mask, _tdwa, _classes, _sets, pdwa = automata("right_recursive")
-    pdwa = ParserDWA.__new__(ParserDWA)  # placeholder replaced below
-    pdwa = type("Flat", (), {})()
-    arrays = automata("right_recursive")[4].arrays()
-    for k, v in arrays.items():
-        setattr(pdwa, k, v)
-    pdwa.n_states = len(arrays["default_target"])
+    a = automata("right_recursive")[4].arrays()
+    n_states = len(a["default_target"])
     succ = []
-    for x in range(pdwa.n_states):
-        lo, hi = pdwa.edge_ptr[x], pdwa.edge_ptr[x + 1]
-        labels = pdwa.edge_label[lo:hi].tolist()
+    for x in range(n_states):
+        lo, hi = a["edge_ptr"][x], a["edge_ptr"][x + 1]
+        labels = a["edge_label"][lo:hi].tolist()
         assert labels == sorted(set(labels))
-        succ.append({t for t in pdwa.edge_target[lo:hi].tolist() + [int(pdwa.default_target[x])] if t >= 0})
-    indegree = [0] * pdwa.n_states
+        succ.append({t for t in a["edge_target"][lo:hi].tolist() + [int(a["default_target"][x])] if t >= 0})
+    indegree = [0] * n_states
     for ts in succ:
         for t in ts:
             indegree[t] += 1
-    ready = [x for x in range(pdwa.n_states) if indegree[x] == 0]
+    ready = [x for x in range(n_states) if indegree[x] == 0]
     removed = 0
     while ready:  # Kahn: every state gets removed iff there is no cycle
         x = ready.pop()
@@ -227,7 +223,30 @@ def test_parser_dwa_is_acyclic_and_its_edges_name_distinct_lr_states():
             indegree[t] -= 1
             if indegree[t] == 0:
                 ready.append(t)
-    assert removed == pdwa.n_states > 0
+    assert removed == n_states > 0
+
+
+def accepted_by_walk(arrays: dict, q: int, stack) -> int:
+    """The classes the exported Parser DWA accepts for boundary lexer state ``q`` on ``stack``:
+    the start weight, then one edge per stack state top-down (the explicit edge, else DEFAULT)
+    until the stack or the automaton ends — the walk the native runtime does, in Python."""
+    weights = arrays["weights"]
+
+    def bits(w: int) -> int:
+        return int.from_bytes(weights[w].astype("<u8").tobytes(), "little") if w >= 0 else 0
+
+    i = arrays["boundary_states"].tolist().index(q)
+    acc, x, node = bits(int(arrays["start_accept"][i])), int(arrays["start_state"][i]), stack
+    while x >= 0 and node is not None:
+        lo, hi = int(arrays["edge_ptr"][x]), int(arrays["edge_ptr"][x + 1])
+        k = lo + int(np.searchsorted(arrays["edge_label"][lo:hi], node.state))
+        if k < hi and arrays["edge_label"][k] == node.state:
+            x, w = int(arrays["edge_target"][k]), int(arrays["edge_accept"][k])
+        else:
+            x, w = int(arrays["default_target"][x]), int(arrays["default_accept"][x])
+        acc |= bits(w)
+        node = node.parent
+    return acc
 
 
 def _stack_node(states: tuple) -> StackNode:

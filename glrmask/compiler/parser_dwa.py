@@ -18,7 +18,7 @@ so ``p+ p-`` cancels, ``p+ q-`` dies, DEFAULT cancels any ``p`` without an expli
 of the effect automaton with write sequence ``w`` moves to settled ``(d', P_rest + w)``. A CLOSED
 final of ``d`` accepts as is; an open final ``(t, w)`` accepts when ``t`` can be shifted. Everything
 that reads only pending writes is independent of the original stack and memoized per settled state
-(:meth:`_Composer.closure`): the weight accepted at once and the *read states* ``(t, e, d')`` —
+(the *closure* of the settled state): the weight accepted at once and the *read states* ``(t, e, d')`` —
 effect automaton ``t`` in state ``e`` about to read the original stack, continuing at ``d'``
 (``OPEN`` for an open final) — each with the tokens of the paths reaching it.
 
@@ -33,10 +33,14 @@ to the DEFAULT edge are dropped. The automaton is acyclic (effect automata are, 
 DWA's node ids only grow), so every walk ends within its depth.
 
 Weights are token *classes* (:mod:`.token_classes`): bitsets of ``n_classes`` bits; the runtime
-expands a mask to tokens once. Determinization happens on demand (:class:`ParserDWA`), so what an
-artifact stores is its input — the Terminal DWA, the stack effects and the class sets, all flat
-arrays — and :meth:`ParserDWA.arrays` exports a complete automaton in the flat layout a native
-walk reads (``int32`` unless noted):
+expands a mask to tokens once. The construction is native (:mod:`glrmask_ext.pdwa_build`:
+fixed-width ``uint64`` bitsets interned in a hash-consed pool, flat closure and state tables, the
+GIL released), because the runtime needs the *complete* automaton and a large grammar's has tens
+of thousands of states built from hundreds of thousands of closures. States are numbered
+breadth-first from the roots in ``tdwa.boundary_states`` order, each state's DEFAULT edge before
+its explicit labels (ascending); weights by first appearance in the exported rows. Same input,
+same arrays: nothing depends on a hash seed. :meth:`ParserDWA.arrays` exports the flat layout a
+native walk reads (``int32`` unless noted):
 
 * per Terminal-DWA root ``i`` (``boundary_states[i]`` is its lexer state): ``start_accept[i]``
   (weight accepted before reading the stack, ``-1`` none) and ``start_state[i]`` (``-1`` none);
@@ -54,31 +58,29 @@ import numpy as np
 
 from glrmask.budget import current_budget
 from glrmask.errors import GrammarTooComplex
-from glrmask.lr.glr import StackNode
+
+from glrmask_ext import pdwa_build as _native
 
 from .stack_effects import StackEffects
 from .terminal_dwa import TerminalDWA
 
-__all__ = ["OPEN", "ParserDWA", "DEFAULT_BUDGETS"]
-
-OPEN = -1
-"""The continuation of a read state that belongs to an open final: reaching a final accepts."""
+__all__ = ["ParserDWA", "DEFAULT_BUDGETS"]
 
 DEFAULT_BUDGETS = {"max_closures": 2_000_000, "max_states": 500_000}
 """Default limits on the memo tables: settled product states and determinized states."""
 
-ReadState = tuple[int, int, int]  # (terminal, effect state, next TDWA node or OPEN)
+_SLICE_SECONDS = 0.25
+"""The native build returns to Python this often, for the compile budget's deadline and memory
+check (:mod:`glrmask.budget`); an interrupted build resumes where it stopped."""
 
 
 class ParserDWA:
-    """The determinized automaton, built on demand, and the mask walk over parser stacks.
+    """The determinized automaton of one grammar × vocabulary (see the module docstring).
 
-    States and transitions are determinized lazily, on first use, and memoized (like the
-    recognizer's configuration-set DFA): a grammar whose complete automaton is large (SQL's has
-    tens of thousands of states) only pays for the part its requests visit. :meth:`expand`
-    determinizes eagerly, breadth-first, up to a budget — at compile time, to report sizes and to
-    warm the tables; :meth:`arrays` exports the flat layout of a complete automaton. The memo
-    tables can be dropped between masks (:meth:`trim`) without changing any result."""
+    :meth:`expand` determinizes breadth-first, natively, until done or a limit is hit (then a later
+    call continues); :meth:`arrays` exports the flat layout of the complete automaton. Budgets
+    (``max_states``, ``max_closures``) end the build with :class:`GrammarTooComplex` naming the
+    limit."""
 
     def __init__(self, tdwa: TerminalDWA, effects: StackEffects, class_sets: list[int], n_classes: int,
                  **budgets) -> None:
@@ -92,26 +94,19 @@ class ParserDWA:
         self.n_classes = n_classes
         self._root_index = {int(q): i for i, q in enumerate(tdwa.boundary_states)}
         self._cond_index = {int(c): i for i, c in enumerate(tdwa.cond_ids)}
-        self._reset()
-
-    def _reset(self) -> None:
-        self._c = _Composer(self.tdwa, self.effects, self.class_sets, self.n_classes, **self.limits)
-        self._starts: dict[int, tuple[int, int]] = {}
-        self._rows: list[Optional[tuple[dict[int, tuple[int, int]], frozenset, Optional[tuple[int, int]]]]] = []
+        self._builder = _native.Builder(tdwa, effects.automata, _dense_sets(class_sets, n_classes),
+                                        self.limits["max_states"], self.limits["max_closures"])
+        self._arrays: Optional[dict[str, np.ndarray]] = None
 
     @property
     def n_states(self) -> int:
         """Determinized states built so far."""
-        return len(self._c.states)
+        return self._builder.n_states
 
     @property
     def n_closures(self) -> int:
-        return len(self._c.closures)
-
-    def trim(self, max_states: int = 200_000) -> None:
-        """Drop the memo tables once they hold more than ``max_states`` states (between masks only)."""
-        if self.n_states > max_states or self.n_closures > self.limits["max_closures"] // 2:
-            self._reset()
+        """Settled product states whose closure is computed so far."""
+        return self._builder.n_closures
 
     # ---------------------------------------------------------------- queries
     def has_root(self, q: int) -> bool:
@@ -125,276 +120,47 @@ class ParserDWA:
         w = int(self.tdwa.fail_seed[self._cond_index[int(cond)]])
         return self.class_sets[w] if w >= 0 else 0
 
-    def start(self, q: int) -> tuple[int, int]:
-        """Boundary lexer state ``q``: (classes accepted before reading the stack, start state)."""
-        hit = self._starts.get(q)
-        if hit is None:
-            acc, reads = self._c.closure(int(self.tdwa.roots[self._root_index[int(q)]]), ())
-            hit = self._starts[q] = (acc, self._c.state(dict(reads), acc))
-        return hit
-
-    def step(self, x: int, s: int) -> tuple[int, int]:
-        """Read LR state ``s`` in state ``x``: (next state or ``-1``, classes accepted)."""
-        rows = self._rows
-        while len(rows) <= x:
-            rows.append(None)
-        row = rows[x]
-        if row is None:
-            members = self._c.states[x]
-            eff = self._c.eff
-            names = frozenset(n for (t, e, _d), _w in members for n in eff[t].explicit[e])
-            row = rows[x] = ({}, names, None)
-        edges, names, dflt = row
-        if s in names:
-            hit = edges.get(s)
-            if hit is None:
-                hit = edges[s] = self._c.delta(self._c.states[x], s)
-            return hit
-        if dflt is None:
-            dflt = self._c.delta(self._c.states[x], None)
-            rows[x] = (edges, names, dflt)
-        return dflt
-
-    def accepted(self, q: int, stack: Optional[StackNode], memo: Optional[dict] = None) -> int:
-        """Classes of the tokens boundary lexer state ``q`` admits on parser stack ``stack`` (before
-        condition seeds). ``memo`` may be shared across the stacks of one mask: GLR stacks share
-        their lower parts (hash-consed nodes), which are then walked once per automaton state."""
-        acc, x = self.start(q)
-        return acc | self._walk(x, stack, {} if memo is None else memo)
-
-    def _walk(self, x: int, node: Optional[StackNode], memo: dict) -> int:
-        path: list[tuple[int, StackNode, int]] = []
-        tail = 0
-        while x >= 0 and node is not None:
-            hit = memo.get((x, node))
-            if hit is not None:
-                tail = hit
-                break
-            nx, acc = self.step(x, node.state)
-            path.append((x, node, acc))
-            x, node = nx, node.parent
-        for px, pnode, acc in reversed(path):
-            tail |= acc
-            memo[(px, pnode)] = tail
-        return tail
-
-    # ---------------------------------------------------------------- eager determinization
+    # ---------------------------------------------------------------- determinization
     def expand(self, *, max_states: Optional[int] = None, max_seconds: Optional[float] = None) -> bool:
-        """Determinize every state reachable from every root, breadth-first, until done (True) or a
-        limit is hit (False; the rest stays lazy)."""
-        t0 = time.perf_counter()
-        self._c.deadline = None if max_seconds is None else t0 + max_seconds
-        try:
-            for q in self.tdwa.boundary_states.tolist():
-                self.start(q)
-            budget = current_budget()  # the compile's deadline and memory backstop (glrmask.budget)
-            x = 0
-            while x < self.n_states:
-                if not x & 63:
-                    budget.check("parser DWA")
-                if max_states is not None and self.n_states > max_states:
-                    return False
-                if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
-                    return False
-                self.step(x, -1)  # an LR state no effect automaton names: the DEFAULT edge
-                for s in sorted(self._rows[x][1]):
-                    self.step(x, s)
-                x += 1
-            return True
-        except _OutOfTime:
-            return False
-        finally:
-            self._c.deadline = None
+        """Determinize every state reachable from every root, breadth-first, until done (True) or
+        until more than ``max_states`` states exist or ``max_seconds`` have passed (False; calling
+        again continues). Raises :class:`GrammarTooComplex` when a budget is exceeded or the
+        compile's deadline or memory limit (:func:`glrmask.budget.current_budget`) is hit."""
+        b = self._builder
+        budget = current_budget()  # the compile's deadline and memory backstop (glrmask.budget)
+        end = None if max_seconds is None else time.perf_counter() + max_seconds
+        while True:
+            left = _SLICE_SECONDS if end is None else min(_SLICE_SECONDS, end - time.perf_counter())
+            status = b.run(max_states, max(left, 0.0))
+            if status == _native.COMPLETE:
+                return True
+            if status == _native.MAX_STATES:
+                raise GrammarTooComplex(
+                    f"parser DWA: more than {self.limits['max_states']} determinized states (limit max_states)")
+            if status == _native.MAX_CLOSURES:
+                raise GrammarTooComplex(
+                    f"parser DWA: more than {self.limits['max_closures']} product states (limit max_closures)")
+            if max_states is not None and b.n_states > max_states:
+                return False
+            if end is not None and time.perf_counter() >= end:
+                return False
+            budget.check("parser DWA")
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The flat layout of the complete automaton (runs :meth:`expand` without limits): see the
         module docstring. Explicit edges equal to the DEFAULT edge are left out."""
-        self.expand()
-        weight_ids: dict[int, int] = {}
-
-        def wid(bits: int) -> int:
-            return weight_ids.setdefault(bits, len(weight_ids)) if bits else -1
-
-        ptr, labels, targets, accepts, dtarget, daccept = [0], [], [], [], [], []
-        for x in range(self.n_states):
-            edges, _names, dflt = self._rows[x]
-            for s in sorted(edges):
-                if edges[s] != dflt:
-                    labels.append(s)
-                    targets.append(edges[s][0])
-                    accepts.append(wid(edges[s][1]))
-            ptr.append(len(labels))
-            dtarget.append(dflt[0])
-            daccept.append(wid(dflt[1]))
-        starts = [self.start(q) for q in self.tdwa.boundary_states.tolist()]
-        start_accept = [wid(a) for a, _x in starts]
-        n_words = max(1, (self.n_classes + 63) // 64)
-        dense = np.zeros((len(weight_ids), n_words), dtype=np.uint64)
-        for bits, i in weight_ids.items():
-            dense[i] = np.frombuffer(bits.to_bytes(n_words * 8, "little"), dtype="<u8")
-        i32 = lambda v: np.asarray(v, dtype=np.int32)  # noqa: E731
-        return {
-            "boundary_states": self.tdwa.boundary_states, "start_accept": i32(start_accept),
-            "start_state": i32([x for _a, x in starts]), "edge_ptr": i32(ptr), "edge_label": i32(labels),
-            "edge_target": i32(targets), "edge_accept": i32(accepts), "default_target": i32(dtarget),
-            "default_accept": i32(daccept), "weights": dense,
-        }
+        if self._arrays is None:
+            self.expand()
+            self._arrays = {"boundary_states": self.tdwa.boundary_states, **self._builder.arrays()}
+        return dict(self._arrays)
 
     def __repr__(self) -> str:
         return f"ParserDWA(roots={len(self._root_index)}, states built={self.n_states})"
 
 
-class _OutOfTime(Exception):
-    """Eager determinization ran out of its time; memo tables hold only finished entries."""
-
-
-class _Effect:
-    """One effect automaton as Python lists (fast stepping during composition)."""
-
-    __slots__ = ("explicit", "default", "finals", "moves")
-
-    def __init__(self, aut) -> None:
-        n = aut.n_states
-        ptr = aut.edge_ptr.tolist()
-        labels = aut.edge_label.tolist()
-        targets = aut.edge_target.tolist()
-        self.explicit: list[dict[int, int]] = [
-            {labels[k]: targets[k] for k in range(ptr[d], ptr[d + 1])} for d in range(n)
-        ]
-        self.default: list[int] = aut.default_target.tolist()
-        self.finals: list[tuple[tuple[int, ...], ...]] = [tuple(aut.finals(d)) for d in range(n)]
-        self.moves: list[bool] = [
-            self.default[d] >= 0 or any(t >= 0 for t in self.explicit[d].values()) for d in range(n)
-        ]
-
-    def step(self, e: int, s: int) -> int:
-        t = self.explicit[e].get(s)
-        return self.default[e] if t is None else t
-
-
-class _Composer:
-    """Memoized closures of settled states and the subset construction's states and steps."""
-
-    def __init__(self, tdwa: TerminalDWA, effects: StackEffects, class_sets: list[int], n_classes: int, *,
-                 max_closures: int, max_states: int) -> None:
-        self.eff = [_Effect(a) for a in effects.automata]
-        self.cs = class_sets
-        self.max_closures, self.max_states = max_closures, max_states
-        self.closures: dict[tuple[int, tuple[int, ...]], tuple[int, tuple[tuple[ReadState, int], ...]]] = {}
-        self._final = tdwa.final_weight.tolist()
-        self._open_ptr = tdwa.open_ptr.tolist()
-        self._open_label = tdwa.open_label.tolist()
-        self._open_weight = tdwa.open_weight.tolist()
-        self._edge_ptr = tdwa.edge_ptr.tolist()
-        self._edge_label = tdwa.edge_label.tolist()
-        self._edge_target = tdwa.edge_target.tolist()
-        self._edge_weight = tdwa.edge_weight.tolist()
-        self._state_ids: dict[tuple, int] = {}
-        self.states: list[tuple[tuple[ReadState, int], ...]] = []
-        self.deadline: Optional[float] = None  # set by ParserDWA.expand: stop eager work in time
-
-    def _bits(self, w: int) -> int:
-        return self.cs[w] if w >= 0 else 0
-
-    # ---------------------------------------------------------------- composition
-    def closure(self, d: int, pending: tuple[int, ...]) -> tuple[int, tuple[tuple[ReadState, int], ...]]:
-        """Settled state ``(d, pending)``: (tokens accepted without reading the original stack,
-        ``((read state, tokens of the paths reaching it), ...)``)."""
-        key = (d, pending)
-        hit = self.closures.get(key)
-        if hit is not None:
-            return hit
-        if len(self.closures) >= self.max_closures:
-            raise GrammarTooComplex(
-                f"parser DWA: more than {self.max_closures} product states (limit max_closures)")
-        if self.deadline is not None and not len(self.closures) & 1023 and time.perf_counter() > self.deadline:
-            raise _OutOfTime
-        acc = self._bits(self._final[d])
-        reads: dict[ReadState, int] = {}
-        eff = self.eff
-        n_p = len(pending)
-        for k in range(self._open_ptr[d], self._open_ptr[d + 1]):
-            t = self._open_label[k]
-            wb = self._bits(self._open_weight[k])
-            a = eff[t]
-            e, i = 0, n_p
-            while True:
-                if a.finals[e]:  # t is shifted: the open lexeme can be accepted
-                    acc |= wb
-                    break
-                if i == 0:
-                    if a.moves[e]:
-                        reads[(t, e, OPEN)] = reads.get((t, e, OPEN), 0) | wb
-                    break
-                i -= 1
-                e = a.step(e, pending[i])
-                if e < 0:
-                    break
-        for k in range(self._edge_ptr[d], self._edge_ptr[d + 1]):
-            t = self._edge_label[k]
-            d2 = self._edge_target[k]
-            wb = self._bits(self._edge_weight[k])
-            a = eff[t]
-            e, i = 0, n_p
-            while True:
-                for ws in a.finals[e]:
-                    acc2, reads2 = self.closure(d2, pending[:i] + ws)
-                    acc |= wb & acc2
-                    for rs, w2 in reads2:
-                        w = wb & w2
-                        if w:
-                            reads[rs] = reads.get(rs, 0) | w
-                if i == 0:
-                    if a.moves[e]:
-                        rs = (t, e, d2)
-                        reads[rs] = reads.get(rs, 0) | wb
-                    break
-                i -= 1
-                e = a.step(e, pending[i])
-                if e < 0:
-                    break
-        res = (acc, tuple(reads.items()))
-        self.closures[key] = res
-        return res
-
-    # ---------------------------------------------------------------- determinization
-    def state(self, items: dict[ReadState, int], done: int) -> int:
-        """Intern the residual set (tokens in ``done`` are subtracted); ``-1`` when nothing is left."""
-        key = tuple(sorted((rs, w & ~done) for rs, w in items.items() if w & ~done))
-        if not key:
-            return -1
-        x = self._state_ids.get(key)
-        if x is None:
-            x = len(self.states)
-            if x >= self.max_states:
-                raise GrammarTooComplex(
-                    f"parser DWA: more than {self.max_states} determinized states (limit max_states)")
-            self._state_ids[key] = x
-            self.states.append(key)
-        return x
-
-    def delta(self, members: tuple[tuple[ReadState, int], ...], s: Optional[int]) -> tuple[int, int]:
-        """Read LR state ``s`` (``None``: one no member names, i.e. DEFAULT): (target, accept weight)."""
-        eff = self.eff
-        acc = 0
-        new: dict[ReadState, int] = {}
-        for (t, e, d2), w in members:
-            a = eff[t]
-            e2 = a.default[e] if s is None else a.step(e, s)
-            if e2 < 0:
-                continue
-            fin = a.finals[e2]
-            if fin and d2 == OPEN:
-                acc |= w
-                continue
-            for ws in fin:
-                acc2, reads2 = self.closure(d2, ws)
-                acc |= w & acc2
-                for rs, w2 in reads2:
-                    x = w & w2
-                    if x:
-                        new[rs] = new.get(rs, 0) | x
-            if a.moves[e2]:
-                rs = (t, e2, d2)
-                new[rs] = new.get(rs, 0) | w
-        return self.state(new, acc), acc
+def _dense_sets(class_sets: list[int], n_classes: int) -> np.ndarray:
+    """Class sets (Python ints) as ``uint64[len(class_sets), max(1, ceil(n_classes / 64))]``, word
+    ``j`` holding classes ``64 j .. 64 j + 63`` (the layout of the exported weights)."""
+    n_words = max(1, (n_classes + 63) // 64)
+    raw = b"".join(bits.to_bytes(n_words * 8, "little") for bits in class_sets)
+    return np.frombuffer(raw, dtype="<u8").astype(np.uint64).reshape(len(class_sets), n_words)
