@@ -111,8 +111,8 @@ def main() -> None:
     print(f"model {served.name}, torch threads {torch.get_num_threads()}, {args.max_tokens} tokens per request")
     print(f"{'mode':<12}{'conc':>5}{'tokens':>8}{'tok/s':>8}{'TTFT p50':>10}{'TTFT max':>10}   "
           "step share: forward / masks / guards / sampling / commit")
-    for constrained in (False, True):
-        for n in args.concurrency:
+    for n in args.concurrency:  # free and constrained side by side, so drifting load hits both alike
+        for constrained in (False, True):
             engine.stats = EngineStats()
             r = asyncio.run(level(base, n, constrained, args.max_tokens))
             sh = engine.stats.shares()
