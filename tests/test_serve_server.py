@@ -155,6 +155,7 @@ def test_chat_logprobs_come_per_token(client):
         ({"banned_phrases": [""]}, "phrase"),
         ({"no_repeat_ngram_size": -2}, "no_repeat_ngram_size"),
         ({"messages": []}, "messages"),
+        ({"presence_penalty": 0.5}, "presence_penalty"),
     ],
 )
 def test_a_bad_request_gets_a_400_that_says_where_and_the_server_keeps_serving(client, body, needle):

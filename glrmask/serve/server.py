@@ -4,8 +4,10 @@ Endpoints: ``GET /v1/models``, ``POST /v1/completions``, ``POST /v1/chat/complet
 tokenizer's chat template), with ``stream: true`` as Server-Sent Events ending in ``data: [DONE]``.
 Request fields: ``max_tokens`` (``max_completion_tokens``), ``temperature``, ``top_p``, ``seed``,
 ``stop``, ``n``, ``logprobs`` / ``top_logprobs``, ``response_format`` (``json_schema``,
-``json_object``, ``text``), and the glrmask extensions ``grammar`` (Lark text), ``banned_phrases``,
-``no_repeat_ngram_size`` (plus vLLM's ``top_k`` and ``min_p``).
+``json_object``, ``text``), and the glrmask extensions ``grammar`` (Lark text), ``banned_phrases``
+(case-insensitive, never shown in any chunk), ``no_repeat_ngram_size`` (plus vLLM's ``top_k`` and
+``min_p``). Fields it does not implement (penalties, ``logit_bias``, ``echo``, tools …) are refused
+with a 400 when set, not silently ignored.
 
 The structure follows the usual engine servers on one process: the HTTP handlers parse, validate,
 compile and tokenize, then hand token ids to the engine, whose loop runs on its own thread and
@@ -51,6 +53,13 @@ __all__ = ["BadRequest", "CompileCache", "create_app", "run_server"]
 MAX_STOP_STRINGS = 16
 MAX_N = 8
 DEFAULT_MAX_TOKENS = 1024
+
+
+#: Fields the server does not implement, with the values that mean "off" (accepted).
+UNSUPPORTED = {
+    "echo": (None, False), "suffix": (None, ""), "best_of": (None, 1), "logit_bias": (None, {}),
+    "presence_penalty": (None, 0, 0.0), "frequency_penalty": (None, 0, 0.0), "tools": (None, []),
+}
 
 
 class BadRequest(GlrmaskError, ValueError):
@@ -206,6 +215,9 @@ class _App:
     async def parse(self, body: Any, chat: bool) -> _Parsed:
         if not isinstance(body, dict):
             raise BadRequest("the request body must be a JSON object")
+        for name, off in UNSUPPORTED.items():  # refused rather than silently ignored
+            if body.get(name) not in off:
+                raise BadRequest(f"'{name}' is not supported by this server")
         tok = self.served.tokenizer
         if chat:
             messages = body.get("messages")
