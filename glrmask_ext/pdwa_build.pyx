@@ -200,8 +200,14 @@ cdef inline uint64_t _bits_hash(const uint64_t* b, int64_t W) noexcept nogil:
 cdef int pool_intern(Pool* P, const uint64_t* b, int32_t* out) noexcept nogil:
     """The id of bitset ``b`` (added when new). ``b`` must not point into the pool."""
     cdef int64_t W = P.W, n = P.hashes.n, j
-    cdef uint64_t h = _bits_hash(b, W)
+    cdef uint64_t h, any_ = 0
     cdef int32_t id
+    for j in range(W):
+        any_ |= b[j]
+    if not any_ and n > 0:  # the empty set is id 0 (interned first)
+        out[0] = 0
+        return OK
+    h = _bits_hash(b, W)
     j = <int64_t>(h & <uint64_t>P.mask)
     while True:
         id = P.table[j]
