@@ -275,3 +275,12 @@ def test_a_failing_step_ends_the_running_requests_and_the_loop_keeps_serving(mod
         engine.stop()
     assert outcomes[first][0].finish_reason == "error" and "simulated" in str(outcomes[first][0].error)
     assert outcomes[second][0].finish_reason == "length"
+
+
+def test_a_model_with_sliding_window_layers_is_refused_with_the_reason(vocab):
+    config = transformers.MistralConfig(
+        vocab_size=N_LOGITS, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+        num_attention_heads=4, num_key_value_heads=2, sliding_window=16,
+    )
+    with pytest.raises(ValueError, match="sliding-window"):
+        Engine(transformers.MistralForCausalLM(config), vocab)

@@ -214,7 +214,14 @@ class Engine:
         self.device = next(model.parameters()).device
         self.max_batch = max_batch
         self.batch_invariant = batch_invariant
-        width = int(model.get_output_embeddings().weight.shape[0])
+        head = model.get_output_embeddings()
+        width = int(head.weight.shape[0]) if head is not None else int(model.config.vocab_size)
+        probe = _new_cache(model)
+        if any(probe.is_sliding) or any(type(layer).__name__ != "DynamicLayer" for layer in probe.layers):
+            raise ValueError(
+                "this engine serves models whose every layer keeps a full-attention KV cache (so a rewind "
+                f"can crop it); {type(model).__name__} has sliding-window or recurrent layers"
+            )
         if vocab.n_logits != width:
             raise ValueError(
                 f"the vocabulary's n_logits ({vocab.n_logits}) must equal the model's logits width "
