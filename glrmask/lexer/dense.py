@@ -29,7 +29,7 @@ import numpy as np
 from glrmask.errors import ArtifactError, GlrmaskError
 from glrmask.json_blob import decode_json_blob, encode_json_blob
 
-from .dfa import LexerDFA
+from .dfa import DEFAULT_MAX_STATES, LexerDFA
 from .lexer import Lexer, scan_with
 
 __all__ = ["DenseLexer", "RestrictionUnsupported"]
@@ -75,7 +75,7 @@ class DenseLexer:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_lexer(cls, lexer: Lexer, *, max_states: int = 200_000, max_conds: int = 200_000,
+    def from_lexer(cls, lexer: Lexer, *, max_states: int = DEFAULT_MAX_STATES, max_conds: int = 200_000,
                    max_seconds: Optional[float] = None,
                    max_transitions: Optional[int] = None) -> "DenseLexer":
         """Explore and minimize ``lexer`` (see :meth:`LexerDFA.explore`; the budgets raise

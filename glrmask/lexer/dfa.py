@@ -51,6 +51,11 @@ TRUE = 0
 FALSE = 1
 _UNEXPLORED = -2  # in the lazy-id maps: the lexer interned this id, but the export never saw it
 
+DEFAULT_MAX_STATES = 65_536
+"""Default export budget (``limits["lexer"]["max_states"]``): the export and its minimization hold
+about 24 KB per lexer state (transition and event rows, refinement temporaries), so this caps the
+stage near 1.5 GiB; the largest benchmark schema's lexer has ~2,300 states."""
+
 _ARRAY_NAMES = (
     "trans", "ev_ptr", "ev_term", "ev_cond", "futures", "cond_trans", "cond_at_end",
     "initial", "n_terminals", "lazy_state_map", "lazy_cond_map",
@@ -88,7 +93,7 @@ class LexerDFA:
         lexer: Lexer,
         start_states: Iterable[int] | None = None,
         *,
-        max_states: int = 200_000,
+        max_states: int = DEFAULT_MAX_STATES,
         max_conds: int = 200_000,
         max_seconds: float | None = None,
     ) -> "LexerDFA":
@@ -363,20 +368,23 @@ def _explore_states(lexer: Lexer, start_states: Iterable[int] | None, max_states
     rows_t: list[list[int]] = []
     rows_e: list[list[int]] = []
     step = lexer.step
+    groups = lexer.byte_groups  # one step per group of bytes every state treats alike
     while queue:
         check.tick(f"lexer DFA export (after {len(states)} lexer states)", len(rows_t))
         q = queue.popleft()
         rt = [DEAD] * 256
         re_ = [0] * 256
-        for b in range(256):
-            q2, ev = step(q, b)
-            if q2 != DEAD:
-                rt[b] = visit(q2)
+        for group in groups:
+            q2, ev = step(q, group[0])
+            target = visit(q2) if q2 != DEAD else DEAD
+            k = 0
             if ev:
                 k = ev_ids.get(ev)
                 if k is None:
                     k = ev_ids[ev] = len(ev_lists)
                     ev_lists.append(ev)
+            for b in group:
+                rt[b] = target
                 re_[b] = k
         rows_t.append(rt)
         rows_e.append(re_)
@@ -410,10 +418,16 @@ def _explore_conds(lexer: Lexer, ev_lists: list[tuple], max_conds: int, check: _
             visit(c)
     rows: list[list[int]] = [[0] * 256, [1] * 256]
     step = lexer.cond_step
+    groups = lexer.byte_groups
     while queue:
         check.tick("lexer DFA export (match conditions)", len(rows))
         c = queue.popleft()
-        rows.append([visit(step(c, b)) for b in range(256)])
+        row = [0] * 256
+        for group in groups:
+            i = visit(step(c, group[0]))
+            for b in group:
+                row[b] = i
+        rows.append(row)
     return conds, np.array(rows, dtype=np.int64)
 
 

@@ -87,6 +87,9 @@ class Lexer:
         self.terms: list[TerminalProgram] = [
             self.prog.add_terminal(name, pattern) for name, pattern in terminals
         ]
+        self.byte_groups: tuple[tuple[int, ...], ...] = self.prog.byte_groups()
+        """Bytes every state steps alike (:meth:`Program.byte_groups`), representative first."""
+        self._reps: tuple[int, ...] = tuple(g[0] for g in self.byte_groups)
         # atoms: (positive, open body paths {(pc or -1, condset)}, trackers or None);
         # condsets: frozensets of atom ids
         self._atoms: list[tuple[bool, frozenset[tuple[int, int]], tuple | None]] = []
@@ -236,7 +239,7 @@ class Lexer:
             if self.cond_at_end(c):
                 found = True
                 break
-            for b in range(256):
+            for b in self._reps:
                 d = self.cond_step(c, b)
                 if d not in seen:
                     seen.add(d)
@@ -625,7 +628,7 @@ class Lexer:
                 break
             if memo.get(x) is False:
                 continue
-            for b in range(256):
+            for b in self._reps:
                 y, ev = self._lane_step(t, x, b)
                 if any(self.cond_satisfiable(c) for _, c in ev):
                     found = x

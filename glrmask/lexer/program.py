@@ -106,6 +106,41 @@ class Program:
             self._class_ids[id(bc)] = cid
         return cid
 
+    # -- bytes that no instruction tells apart ----------------------------------------------
+    def byte_groups(self) -> tuple[tuple[int, ...], ...]:
+        """A partition of the 256 byte values such that every instruction — hence every lexer
+        state, lookaround and condition — steps identically on the bytes of one group. The lexer
+        reads bytes only through :meth:`advance`, i.e. through each character class's UTF-8
+        automaton, so two bytes are alike when every class gives the same answer for them in
+        every class state:
+
+        * ASCII bytes finish a character or die from the start state (by membership) and die in
+          every mid-character state: alike when every class agrees on membership;
+        * lead bytes of multibyte characters (and the bytes that never occur in UTF-8) die in
+          mid-character states: alike when every class goes to the same state from the start;
+        * continuation bytes die from the start state but are told apart by their payload bits
+          in mid-character states: one group each — unless no class holds a non-ASCII code point,
+          when every byte above 0x7F dies everywhere.
+
+        Groups are ordered by their smallest byte (the representative, listed first), so a walk
+        over the representatives meets successor states in the order a walk over all 256 bytes
+        would. Exploring a state then costs one step per group instead of 256: two for
+        ``/a{100000}/``."""
+        classes = self.classes
+        non_ascii = any(hi >= 0x80 for bc in classes for _lo, hi in bc.cps)
+        groups: dict[tuple, list[int]] = {}
+        for b in range(256):
+            if b < 0x80:
+                key: tuple = ("ascii", tuple(charsets.contains(bc.cps, b) for bc in classes))
+            elif not non_ascii:
+                key = ("dead",)
+            elif b <= 0xBF:
+                key = ("continuation", b)
+            else:
+                key = ("lead", tuple(bc.step(0, b) for bc in classes))
+            groups.setdefault(key, []).append(b)
+        return tuple(tuple(g) for g in groups.values())
+
     # -- byte stepping of waiting instructions ----------------------------------------------
     def advance(self, pc: int, byte: int) -> int:
         """Feed one byte to a CHAR/MID instruction: -1 (dies), the pc after the character, or a
