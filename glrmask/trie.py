@@ -53,10 +53,7 @@ import numpy as np
 
 from glrmask.errors import ArtifactError, VocabError
 
-try:  # the native kernels; the numpy path below gives identical results without them
-    from glrmask_ext import trie_walk as _native
-except ImportError:  # pragma: no cover - extension not built
-    _native = None
+from glrmask_ext import trie_walk as _native
 
 __all__ = ["VocabTrie", "TrieNode", "TRIE_LAYOUT_VERSION", "default_trie_cache_dir"]
 
@@ -263,7 +260,6 @@ class VocabTrie:
         self.n_internal = int(self.internal_node.shape[0])
         self.size = int(self.orig_to_internal.shape[0])
         self._check_shapes()
-        self._gather_cache: dict[int, np.ndarray] = {}
 
     def _check_shapes(self) -> None:
         """Cheap consistency checks, so a damaged or foreign array set fails here, not in a walk."""
@@ -514,20 +510,6 @@ class VocabTrie:
     # ------------------------------------------------------------------------------------------
     # masks
 
-    def _gather_index(self, n_logits: int) -> np.ndarray:
-        """For each original id < 32*ceil(n_logits/32): its internal id, or a sentinel index
-        that reads a zero bit (special, empty, padding)."""
-        idx = self._gather_cache.get(n_logits)
-        if idx is None:
-            n_words = (n_logits + 31) // 32
-            sentinel = ((self.n_internal + 63) // 64) * 64
-            idx = np.full(n_words * 32, sentinel, dtype=np.intp)
-            o2i = self.orig_to_internal.astype(np.intp)
-            idx[:self.size] = np.where(o2i >= 0, o2i, sentinel)
-            idx.flags.writeable = False
-            self._gather_cache[n_logits] = idx
-        return idx
-
     def expand_to_orig_bitmask(self, internal_bits: np.ndarray, n_logits: int, *,
                                out: np.ndarray | None = None) -> np.ndarray:
         """Expand a bitmap over internal ids into packed ``int32`` words over original ids.
@@ -539,8 +521,8 @@ class VocabTrie:
         padding ids never do). This is the layout of a token bitmask tensor. ``out``, if given,
         is an ``int32`` C-contiguous array of that length to fill (no allocation).
 
-        With the native extension the work is a scatter over the set bits when few are set and a
-        gather over all original ids otherwise; without it, a numpy unpack/gather/pack.
+        The native kernels scatter over the set bits when few are set and gather over all
+        original ids otherwise.
         """
         if n_logits < self.size:
             raise ValueError(f"n_logits={n_logits} is smaller than the vocabulary size {self.size}")
@@ -553,35 +535,19 @@ class VocabTrie:
         if out is not None and (out.dtype != np.int32 or out.shape != (n_words,)
                                 or not out.flags.c_contiguous or not out.flags.writeable):
             raise ValueError(f"out must be a writable C-contiguous int32[{n_words}]")
-        if _native is not None and bits.dtype.isnative:
-            words = np.ascontiguousarray(bits[:n_words_in])
-            result = out if out is not None else np.empty(n_words, dtype=np.int32)
-            if n_words_in == 0:
-                result[:] = 0
-                return result
-            n_set = _native.count_bits(words, self.n_internal)
-            # Aliases make the scatter touch more than one output bit per set bit.
-            scatter_cost = n_set * self.i2o_ids.shape[0] // max(self.n_internal, 1)
-            if scatter_cost * 5 <= self.size * 2:
-                _native.expand_sparse(words, self.n_internal, self.i2o_ptr, self.i2o_ids, result)
-            else:
-                _native.expand_dense(words, self.orig_to_internal, result)
+        words = np.ascontiguousarray(bits[:n_words_in], dtype=np.uint64)
+        result = out if out is not None else np.empty(n_words, dtype=np.int32)
+        if n_words_in == 0:
+            result[:] = 0
             return result
-        result_np = self._expand_numpy(bits[:n_words_in], n_logits)
-        if out is not None:
-            out[:] = result_np
-            return out
-        return result_np
-
-    def _expand_numpy(self, words: np.ndarray, n_logits: int) -> np.ndarray:
-        """Pure-numpy :meth:`expand_to_orig_bitmask` (reference and fallback)."""
-        n_words_in = words.shape[0]
-        words = np.ascontiguousarray(words, dtype="<u8")
-        unpacked = np.zeros(n_words_in * 64 + 1, dtype=np.uint8)
-        unpacked[:-1] = np.unpackbits(words.view(np.uint8), bitorder="little")
-        unpacked[self.n_internal:] = 0
-        orig_bits = unpacked[self._gather_index(n_logits)]
-        return np.packbits(orig_bits, bitorder="little").view("<i4").astype(np.int32, copy=False)
+        n_set = _native.count_bits(words, self.n_internal)
+        # Aliases make the scatter touch more than one output bit per set bit.
+        scatter_cost = n_set * self.i2o_ids.shape[0] // max(self.n_internal, 1)
+        if scatter_cost * 5 <= self.size * 2:
+            _native.expand_sparse(words, self.n_internal, self.i2o_ptr, self.i2o_ids, result)
+        else:
+            _native.expand_dense(words, self.orig_to_internal, result)
+        return result
 
     def internal_bitmask(self, internal_ids: Any) -> np.ndarray:
         """A ``uint64`` bitmap over internal ids with the given ids set (tests, small callers)."""

@@ -25,6 +25,8 @@ from typing import Mapping
 
 import numpy as np
 
+from glrmask_ext.trie_walk import expand_classes as _expand
+
 __all__ = ["TokenClasses"]
 
 _ARRAYS = ("class_ptr", "class_bounds", "n_internal")
@@ -136,16 +138,8 @@ class TokenClasses:
     def internal_words(self, bits: int) -> np.ndarray:
         """The internal tokens of a class bitset, as ``uint64[ceil(n_internal / 64)]``."""
         out = np.zeros(max(1, (self.n_internal + 63) // 64), dtype=np.uint64)
-        if _expand is not None:
-            _expand(self.dense(bits), self.class_ptr, self.class_bounds, out)
-            return out
-        flags = np.zeros(len(out) * 64, dtype=np.uint8)  # pragma: no cover - without the extension
-        while bits:
-            c = (bits & -bits).bit_length() - 1
-            bits &= bits - 1
-            for lo, hi in self.class_tokens(c):
-                flags[lo:hi] = 1
-        return np.packbits(flags, bitorder="little").view("<u8").astype(np.uint64)
+        _expand(self.dense(bits), self.class_ptr, self.class_bounds, out)
+        return out
 
     # ---------------------------------------------------------------- (de)serialization
     def arrays(self) -> dict[str, np.ndarray]:
@@ -159,8 +153,3 @@ class TokenClasses:
     def __repr__(self) -> str:
         return f"TokenClasses(classes={self.n_classes}, internal_tokens={self.n_internal})"
 
-
-try:
-    from glrmask_ext.trie_walk import expand_classes as _expand
-except ImportError:  # pragma: no cover - extension not built
-    _expand = None
