@@ -8,6 +8,7 @@ machine (they catch a stage that ignores the deadline, which would run for minut
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -17,6 +18,8 @@ import pytest
 import glrmask
 from glrmask import GrammarError, GrammarTooComplex
 from glrmask.budget import CompileBudget
+from glrmask.lexer import Lexer
+from glrmask.lexer.dense import DenseLexer
 
 MARGIN_S = 10.0
 """Slack on top of ``max_seconds × 1.5``: scheduling noise, not the stage's own overrun."""
@@ -59,12 +62,23 @@ def test_the_lexer_transition_budget_is_not_met_by_shipped_grammars(vocab):
 
 
 # ---------------------------------------------------------------- time: lexer export and minimization
+STAGE_OVER_TIME = r"^(lexer|terminal DWA|parser DWA|stack effects)[^:]*: .*took more than {:g} s \(limit max_seconds\)"
+
+
 @pytest.mark.parametrize("pattern", [r"[a-z0-9]{1,5000}", r"(?s:.){1,1000}"])
-def test_lexer_export_and_minimization_honour_the_deadline(vocab, pattern):
-    budget = 2.0
+def test_long_counted_repeats_honour_the_deadline_in_every_static_stage(vocab, pattern):
+    budget = 1.0
     err, elapsed = too_complex(f"start: A\nA: /{pattern}/\n", vocab, limits={"max_seconds": budget})
-    assert "lexer" in str(err) and "max_seconds" in str(err)
+    assert re.match(STAGE_OVER_TIME.format(budget), str(err)), str(err)
     assert elapsed < budget * 1.5 + MARGIN_S
+
+
+def test_lexer_export_and_minimization_honour_their_own_deadline():
+    lexer = Lexer([("A", r"[a-z0-9]{1,20000}")])
+    t0 = time.perf_counter()
+    with pytest.raises(GrammarTooComplex, match=r"^lexer DFA (export|minimization).*limit max_seconds"):
+        DenseLexer.from_lexer(lexer, max_seconds=0.2)
+    assert time.perf_counter() - t0 < 0.2 * 1.5 + MARGIN_S
 
 
 # ---------------------------------------------------------------- front-ends: repetition expansion
