@@ -355,3 +355,9 @@ def test_all_of_pattern_properties_meet_other_branch_additional_properties():
 def test_empty_pattern_matches_every_string():
     check({"type": "string", "pattern": ""}, ["", "abc"])
     check({"type": "object", "patternProperties": {"": {"type": "integer"}}}, [{"a": 1}], [{"a": "s"}])
+
+
+def test_number_with_an_integral_multiple_of_accepts_fraction_zero_spellings():
+    s = {"type": "number", "minimum": 0, "maximum": 99999999, "multipleOf": 1}
+    check(s, [6000.0, 6000, 0], [1.5, -1])
+    check_text(s, ["6000.00"], ["6000.01", "1e3"])

@@ -70,6 +70,8 @@ NEGATABLE = frozenset({'type', 'enum', '__patterns', '__formats', 'minLength', '
                        'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', 'required',
                        'minProperties', 'maxProperties', 'minItems', 'maxItems', '__notstr', '__notnum',
                        'anyOf'})
+# the JSON type a keyword without a built complement constrains (its complement is unknown there only)
+KEYWORD_TYPE = {'__extras': 'object', '__unique': 'array', 'prefixItems': 'array', '__contains': 'array'}
 STRING_KEYS = ('__patterns', '__formats', 'minLength', 'maxLength', '__notstr')
 NUMBER_KEYS = ('minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', '__notnum')
 
@@ -220,6 +222,7 @@ class Lowerer:
         self._nesting = 0
         self._validated: set[int] = set()
         self._normalized: dict[int, tuple[Any, Any]] = {}
+        self._not_regular: dict[str, tuple[str, str]] = {}  # type -> (pointer, keyword) its complement lacks
 
     # ------------------------------------------------------------------ problems
 
@@ -398,7 +401,7 @@ class Lowerer:
             layers = s.get('__extras', [])
             if not any(l[1] is not None for l in layers):
                 pats = {p: True for l in layers for p in l[0]}
-                s['__extras'] = list(layers) + [[pats, u]]
+                s['__extras'] = list(layers) + [[pats, u, None]]
         u = schema.get('unevaluatedItems')
         if u is not None:
             if '__contains' in s:
@@ -417,11 +420,13 @@ class Lowerer:
         for i, b in enumerate(branches):
             others = {'anyOf': [x for j, x in enumerate(branches) if j != i]}
             self.keep.append(others)
+            nb = self.normalize(b, ptr)
+            only = None if not isinstance(nb, dict) or 'anyOf' in nb else _signature_types(nb)
             try:
                 by_type = self._negate(self.normalize(others, ptr), ptr, 0)
+                out.append(_and(b, self._union_of(by_type, only)))
             except (_NotRegular, GrammarTooComplex):
                 return None
-            out.append(_and(b, self._union_of(by_type)))
         return out
 
     def _evaluates_nothing(self, branch: Any, ptr: str, depth: int = 0) -> bool:
@@ -503,7 +508,7 @@ class Lowerer:
             if 'properties' in s:
                 s['properties'] = {k: _and_all([v] + [sub for pat, sub in pp.items() if self._key_matches(pat, k, ptr)])
                                    for k, v in s['properties'].items()}
-            s['__extras'] = list(s.get('__extras', ())) + [[pp, addl]]
+            s['__extras'] = list(s.get('__extras', ())) + [[pp, addl, None]]
         if 'propertyNames' in s:
             self._property_names(s, s.pop('propertyNames'), _ptr_join(ptr, 'propertyNames'))
         if 'contains' in s:
@@ -533,11 +538,9 @@ class Lowerer:
             s['properties'] = {k: (v if re.fullmatch(regex, json.dumps(k)) else False)
                                for k, v in s['properties'].items()}
         # a layer whose keys are restricted: undeclared keys must match `regex`
-        s['__extras'] = list(s.get('__extras', ())) + [[{'\x00keyregex': regex}, None]]
+        s['__extras'] = list(s.get('__extras', ())) + [[{}, None, regex]]
 
     def _key_matches(self, pat: str, key: str, ptr: str) -> bool:
-        if pat == '\x00keyregex':
-            return True
         try:
             return _encoded_matches(ecma_regex.content_regex(pat), key)
         except ecma_regex.PatternUnsupported:
@@ -546,9 +549,9 @@ class Lowerer:
     def extras_value(self, layers: list, key: str, ptr: str) -> Any:
         """Schema an undeclared key's value meets: per layer, its matching patterns, else its additional."""
         parts = []
-        for pp, addl in layers:
-            matched = [sub for pat, sub in pp.items() if pat != '\x00keyregex' and self._key_matches(pat, key, ptr)]
-            if '\x00keyregex' in pp and not re.fullmatch(pp['\x00keyregex'], json.dumps(key)):
+        for pp, addl, keyregex in layers:
+            matched = [sub for pat, sub in pp.items() if self._key_matches(pat, key, ptr)]
+            if keyregex is not None and not re.fullmatch(keyregex, json.dumps(key)):
                 return False
             parts += matched if matched else [True if addl is None else addl]
         return _and_all(parts)
@@ -660,25 +663,38 @@ class Lowerer:
     def negate(self, schema: Any, ptr: str, depth: int = 0) -> Any:
         """A schema for the complement of `schema` (its regular cases); reported and `true` otherwise."""
         try:
-            by_type = self._negate(self.normalize(schema, ptr, depth), ptr, depth)
+            return self._union_of(self._negate(self.normalize(schema, ptr, depth), ptr, depth))
         except _NotRegular as e:
             self.problem(e.ptr, f"not: {e.what} cannot be complemented (not a regular case)")
             return True
-        return self._union_of(by_type)
 
-    def _union_of(self, by_type: dict[str, list[Any]]) -> Any:
-        alts = [a for t in ALL_TYPES for a in by_type.get(t, ())]
+    def _union_of(self, by_type: dict[str, list[Any] | None], only: set[str] | None = None) -> Any:
+        """One schema for a per-type complement; the types outside `only` are dropped (None = keep all).
+
+        A type whose complement is unknown (None) raises :class:`_NotRegular` unless it is dropped.
+        """
+        alts = []
+        for t in ALL_TYPES:
+            if only is not None and t not in only:
+                continue
+            v = by_type.get(t, [])
+            if v is None:
+                ptr, what = self._not_regular.get(t, ('', f'a keyword on {t} values'))
+                raise _NotRegular(ptr, what)
+            alts += v
         for a in alts:
             self.keep.append(a)
         if not alts:
             return False
         return {'anyOf': alts} if len(alts) > 1 else alts[0]
 
-    def _negate(self, n: Any, ptr: str, depth: int) -> dict[str, list[Any]]:
-        """The complement of normalized `n`, per JSON type: type → alternatives (each of that type).
+    def _negate(self, n: Any, ptr: str, depth: int) -> dict[str, list[Any] | None]:
+        """The complement of normalized `n`, per JSON type: type → alternatives (each of that type), or
+        None where the complement within that type is not built (a non-regular keyword on it).
 
         Keeping the alternatives apart by type makes the conjunction of complements (from
-        ``not: {anyOf: …}``) a product within each type only, instead of across all of them.
+        ``not: {anyOf: …}``) a product within each type only, and lets a caller that needs the
+        complement on some types only (exact oneOf) ignore the others.
         """
         if n is True:
             return {}
@@ -686,25 +702,35 @@ class Lowerer:
             return {t: [{'type': t}] for t in ALL_TYPES}
         if depth > MAX_MERGE_DEPTH:
             raise UnsupportedSchema(f"#{ptr}: not/$ref chain too deep")
+        unknown: set[str] = set()
         for k in n:
             if k not in STRUCTURAL or (k in NEGATABLE and k != '__extras') or k in ('properties', 'items') \
-                    or (k in ('prefixItems', '__contains') and 'items' not in n or k == '__contains'):
+                    or k in ('prefixItems', '__contains'):
                 continue  # complemented below (_negate_object/_negate_array); their siblings are checked here
             if not self._vacuous(k, n[k]):
-                what = 'additionalProperties/patternProperties' if k == '__extras' else repr(k)
-                raise _NotRegular(self.ptrs.get(id(n), ptr), f"keyword {what}")
+                what = 'additionalProperties/patternProperties/propertyNames' if k == '__extras' else repr(k)
+                t = KEYWORD_TYPE.get(k)
+                if t is None:
+                    raise _NotRegular(self.ptrs.get(id(n), ptr), f"keyword {what}")
+                unknown.add(t)
+                self._not_regular.setdefault(t, (self.ptrs.get(id(n), ptr), f"keyword {what}"))
         if 'anyOf' in n:
             rest = {k: v for k, v in n.items() if k != 'anyOf'}
             out = self._negate(rest, ptr, depth + 1)
-            both: dict[str, list[Any]] | None = None
+            both: dict[str, list[Any] | None] | None = None
             for i, b in enumerate(n['anyOf']):
                 nb = self._negate(self.normalize(b, _ptr_join(ptr, 'anyOf', i), depth + 1), ptr, depth + 1)
                 if both is None:
                     both = nb
                     continue
-                inter: dict[str, list[Any]] = {}
+                inter: dict[str, list[Any] | None] = {}
                 for t in ALL_TYPES:
                     xs, ys = both.get(t, []), nb.get(t, [])
+                    if xs == [] or ys == []:
+                        continue  # one side has no values of this type: neither has the conjunction
+                    if xs is None or ys is None:
+                        inter[t] = None
+                        continue
                     if len(xs) * len(ys) > MAX_DISTRIBUTION:
                         raise GrammarTooComplex(f"#{ptr}: not over anyOf: more than {MAX_DISTRIBUTION} combinations")
                     merged = [self.merge(x, y, ptr) for x in xs for y in ys]
@@ -713,7 +739,8 @@ class Lowerer:
                         inter[t] = merged
                 both = inter
             for t, alts in (both or {}).items():
-                out[t] = out.get(t, []) + alts
+                mine = out.get(t, [])
+                out[t] = None if mine is None or alts is None else mine + alts
             return out
         tlist = n.get('type')
         allowed = set(ALL_TYPES) | {'integer'} if tlist is None else set(tlist if isinstance(tlist, list) else [tlist])
@@ -745,20 +772,23 @@ class Lowerer:
                 if c:
                     alts.append({'type': 'string', '__notstr': [dict(c, type='string')]})
                 alts += [dict(x, type='string') for x in n.get('__notstr', ())]
-            elif t == 'object':
+            elif t in ('object', 'array'):
                 if vals:
-                    raise _NotRegular(ptr, "an enum/const of objects")
+                    self._not_regular.setdefault(t, (ptr, f"an enum/const of {t}s"))
+                    out[t] = None
+                    continue
                 if vals is not None:
-                    alts.append({'type': 'object'})
+                    alts.append({'type': t})
+                elif t in unknown:
+                    out[t] = None
+                    continue
                 else:
-                    alts += self._negate_object(n, ptr, depth)
-            elif t == 'array':
-                if vals:
-                    raise _NotRegular(ptr, "an enum/const of arrays")
-                if vals is not None:
-                    alts.append({'type': 'array'})
-                else:
-                    alts += self._negate_array(n, ptr, depth)
+                    try:
+                        alts += (self._negate_object if t == 'object' else self._negate_array)(n, ptr, depth)
+                    except _NotRegular as e:
+                        self._not_regular.setdefault(t, (e.ptr, e.what))
+                        out[t] = None
+                        continue
             if alts:
                 out[t] = alts
         return out
@@ -774,9 +804,10 @@ class Lowerer:
         if 'maxProperties' in n:
             alts.append({'type': 'object', 'minProperties': n['maxProperties'] + 1})
         for k, sub in (n.get('properties') or {}).items():
-            neg = self._negate(self.normalize(sub, _ptr_join(ptr, 'properties', k), depth + 1), ptr, depth + 1)
-            for a in (a for t in ALL_TYPES for a in neg.get(t, ())):
-                alts.append({'type': 'object', 'required': [k], 'properties': {k: a}})
+            neg = self._union_of(self._negate(self.normalize(sub, _ptr_join(ptr, 'properties', k), depth + 1),
+                                              ptr, depth + 1))
+            if neg is not False:
+                alts.append({'type': 'object', 'required': [k], 'properties': {k: neg}})
         return alts
 
     def _negate_array(self, n: dict, ptr: str, depth: int) -> list[Any]:
@@ -831,7 +862,7 @@ class Lowerer:
             return True
         if k == 'items' and v is True:
             return True
-        if k == '__extras' and all(not pp and addl in (None, True) for pp, addl in v):
+        if k == '__extras' and all(not pp and addl in (None, True) and kr is None for pp, addl, kr in v):
             return True
         return False
 
@@ -1177,8 +1208,9 @@ class Lowerer:
                     regex = numbers.int_range_regex(ilo, ihi)
                 if regex is None:
                     return None
-                if integer_spellings:
-                    # an integer is also written 5.0 / 5.00: every guard ends an integer part
+                if integer_spellings or not integer:
+                    # an integer is also written 5.0 / 5.00 (a number that is a multiple of an integer is
+                    # one): every guard ends an integer part
                     regex = regex.replace(numbers.GUARD, '(?:\\.0+)?' + numbers.GUARD)
                 return regex
             frac_digits = None
@@ -1251,13 +1283,11 @@ class Lowerer:
         excl = ''
         if names:
             excl = '(?!(?:' + '|'.join(cs.encode_string_literal(k) for k in names) + ')\\x22)'
-        key_looks = ''.join('(?=' + pp['\x00keyregex'] + ')' for pp, _ in layers if '\x00keyregex' in pp)
+        key_looks = ''.join('(?=' + kr + ')' for _pp, _addl, kr in layers if kr is not None)
         classes: list[tuple[int, Any, list[str], str, list[str]]] = []
-        for li, (pp, _addl) in enumerate(layers):
+        for li, (pp, _addl, _kr) in enumerate(layers):
             groups: dict[str, list] = {}
             for pat, sub in pp.items():
-                if pat == '\x00keyregex':
-                    continue
                 pptr = _ptr_join(ptr, 'patternProperties', pat)
                 try:
                     c = ecma_regex.content_regex(pat)
@@ -1279,7 +1309,7 @@ class Lowerer:
         out = []
         for region in regions:
             parts: list[Any] = []
-            for li, (_pp, addl) in enumerate(layers):
+            for li, (_pp, addl, _kr) in enumerate(layers):
                 mine = [classes[i][1] for i in region if classes[i][0] == li]
                 parts += mine if mine else [True if addl is None else addl]
             value = _and_all(parts)
