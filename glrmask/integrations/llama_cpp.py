@@ -16,8 +16,8 @@ is shorter than what it committed, and sets every token the grammar does not all
 vocabulary's end tokens exactly when the output is complete; llama.cpp stops on them).
 
 The vocabulary comes from the ``Llama`` object's own tokenizer (:func:`vocab_from_llama`), so the
-masks are over exactly the pieces llama.cpp writes; it equals :meth:`glrmask.Vocab.from_gguf` of
-the same file.
+masks are over exactly the pieces llama-cpp-python writes into the completion text (see
+:func:`vocab_from_llama` for the one way it differs from :meth:`glrmask.Vocab.from_gguf`).
 """
 from __future__ import annotations
 
@@ -42,7 +42,13 @@ def vocab_from_llama(llama: Any) -> Vocab:
     ``detokenize([ref])``): llama.cpp strips the leading space of the *first* piece of a
     detokenisation for SentencePiece models, which would lose the space of ``▁{``. Tokens that
     write nothing unless special tokens are rendered are special; end ids are ``token_eos()``,
-    the GGUF's eot/eom ids and the well-known end names among the special tokens."""
+    the GGUF's eot/eom ids and the well-known end names among the special tokens.
+
+    The bytes are what the library writes, which is also how it builds the completion text:
+    llama-cpp-python 0.3.16 writes nothing for a piece longer than its 32-byte buffer (47 of
+    SmolLM2's 49,152 tokens: long runs of spaces, dashes, ``#``). Such a token would vanish from
+    the returned text, so it is treated as special — never allowed — and the masks stay exact for
+    the text the user receives; otherwise the vocabulary equals :meth:`Vocab.from_gguf`."""
     try:
         n_vocab = int(llama.n_vocab())
     except Exception as exc:  # noqa: BLE001 - not a Llama
