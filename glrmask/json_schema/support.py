@@ -41,8 +41,8 @@ MATRIX: list[tuple[str, str, str]] = [
      "dependentRequired/dependentSchemas; additionalProperties, patternProperties, propertyNames and uniqueItems under `not` are unsupported"),
     ("if / then / else", PARTIAL, "as (if ∧ then) ∨ (not-if ∧ else) when `if` is one of the `not` cases; `if` alone has no effect"),
     ("unevaluatedProperties / unevaluatedItems", PARTIAL, "where the evaluated set is static (properties/patternProperties/additionalProperties, prefixItems/items across allOf and $ref); "
-     "over anyOf/oneOf/if/dependentSchemas branches unsupported"),
-    ("$ref / $defs / definitions", SUPPORTED, "resolved by the `referencing` library against the nearest `$id` (embedded resources, `$anchor`, relative, `urn:` and absolute-path refs), recursion; sibling keywords apply as allOf"),
+     "over anyOf/oneOf/if/dependentSchemas branches only when those branches evaluate nothing, else unsupported"),
+    ("$ref / $defs / definitions", SUPPORTED, "resolved by the `referencing` library against the nearest `$id` (embedded resources, `$anchor`, relative, `urn:` and absolute-path refs), recursion; sibling keywords apply as allOf (drafts 4–7, by `$schema`: `$ref` overrides its siblings)"),
     ("$dynamicRef / $dynamicAnchor", PARTIAL, "as $ref when the target does not depend on the dynamic scope (its name is declared by one $dynamicAnchor, or the target has none); otherwise unsupported"),
     ("remote $ref", IGNORED_LENIENT, "only refs into the same document (its embedded resources included)"),
     ("minLength / maxLength", SUPPORTED, f"count code points; an escape counts as the one character it denotes; bounds above {MAX_COUNT_BOUND} are GrammarTooComplex"),
@@ -50,7 +50,7 @@ MATRIX: list[tuple[str, str, str]] = [
      "backreferences, lookbehind, `\\b`, mid-branch `^`, scripts and unknown escapes rejected"),
     ("format", PARTIAL, "format_mode=\"assert\" (default) enforces: " + ", ".join(sorted(FORMATS)) + "; other formats are not enforced (a warning); format_mode=\"annotation\" enforces none (the specification's default)"),
     ("minimum / maximum / exclusiveMinimum / exclusiveMaximum", SUPPORTED, "exact regexes; draft-4 boolean exclusive forms too; must be finite numbers"),
-    ("multipleOf", PARTIAL, "integers: any k over a bounded range (≤ 1000 values), else k = 1, 2, 5, 25, 10^j; numbers: 10^-j (decimal places) or integral k"),
+    ("multipleOf", PARTIAL, "integers: any k over a bounded range (≤ 1000 values), else k = 1, 2, 5, 25, 10^j; numbers: 10^-j (decimal places) or integral k (an integral value may be written with a `.0` fraction)"),
 ]
 MATRIX += [(k, IGNORED_LENIENT, "") for k in UNSUPPORTED]
 MATRIX += [(", ".join(sorted(ANNOTATIONS)), IGNORED, "no effect on the language")]
