@@ -254,3 +254,12 @@ def test_not_of_contains_counts_outside_the_range():
 def test_not_of_dependent_required():
     check({"type": "object", "not": {"dependentRequired": {"a": ["b"]}}}, [{"a": 1}], [{}, {"a": 1, "b": 2}, {"b": 1}],
           property_order="any")
+
+
+def test_one_of_closed_objects_with_a_required_key_the_other_forbids_are_disjoint():
+    s = {"type": "object", "oneOf": [
+        {"properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": False},
+        {"properties": {"b": {"type": "string"}}, "required": ["b"], "additionalProperties": False}]}
+    _, warnings = lower_json_schema(s)
+    assert not any("oneOf" in w for w in warnings)
+    check(s, [{"a": 1}, {"b": "x"}], [{}, {"a": 1, "b": "x"}, {"a": "x"}])

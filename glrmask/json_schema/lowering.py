@@ -577,17 +577,23 @@ class Lowerer:
                 if isinstance(ns, dict) and 'enum' in ns and 'anyOf' not in ns:
                     disc[k] = {_value_key(v) for v in ns['enum']}
             enum = None if 'enum' not in n else {_value_key(v) for v in n['enum']}
-            sigs.append((_signature_types(n), enum, disc))
+            # a closed object (additionalProperties false, no patterns) allows only its declared keys
+            closed = None
+            if any(addl is False and not pp and kr is None for pp, addl, kr in n.get('__extras', ())):
+                closed = {k for k, v in (n.get('properties') or {}).items() if v is not False}
+            required = {r for r in n.get('required', ()) if isinstance(r, str)}
+            sigs.append((_signature_types(n), enum, disc, closed, required))
         for i in range(len(sigs)):
             for j in range(i + 1, len(sigs)):
-                (ta, ea, da), (tb, eb, db) = sigs[i], sigs[j]
+                (ta, ea, da, ca, ra), (tb, eb, db, cb, rb) = sigs[i], sigs[j]
                 if ta is not None and tb is not None and not ta & tb:
                     continue
                 if ea is not None and eb is not None and not ea & eb:
                     continue
                 common = (ta if ta is not None else set(ALL_TYPES)) & (tb if tb is not None else set(ALL_TYPES)) \
                     & (context if context is not None else set(ALL_TYPES))
-                if common <= {'object'} and any(not da[k] & db[k] for k in da.keys() & db.keys()):
+                if common <= {'object'} and (any(not da[k] & db[k] for k in da.keys() & db.keys())
+                                             or (ca is not None and rb - ca) or (cb is not None and ra - cb)):
                     continue
                 return False
         return True

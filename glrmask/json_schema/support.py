@@ -33,7 +33,7 @@ MATRIX: list[tuple[str, str, str]] = [
     ("contains / minContains / maxContains", SUPPORTED, "items counted by a chain of states; maxContains needs the complement of `contains` (see `not`); one contains per array"),
     ("uniqueItems", PARTIAL, f"exact for items with finitely many values (booleans, null, enums of at most {MAX_UNIQUE_VALUES} scalars, no prefixItems); otherwise unsupported"),
     ("anyOf", SUPPORTED, "alternatives; sibling keywords are distributed into each branch"),
-    ("oneOf", PARTIAL, "exact when the branches are provably disjoint (types, const/enum values, or a required discriminator key with disjoint const/enum), "
+    ("oneOf", PARTIAL, "exact when the branches are provably disjoint (types, const/enum values, a required discriminator key with disjoint const/enum, or a closed object — additionalProperties false — against one requiring a key it does not declare), "
      f"or when every branch is one of the `not` cases (at most {MAX_EXACT_ONE_OF} branches: branch i ∧ not the others); otherwise lowered as anyOf with a warning in `mask.warnings`"),
     ("allOf", SUPPORTED, f"merged into one schema keeping each keyword's scope; combinations of anyOf under allOf are distributed (budget {MAX_DISTRIBUTION})"),
     ("not", PARTIAL, "complement within each JSON type, for type, enum/const, string keywords (pattern, format, min/maxLength), numeric bounds and multipleOf, "
