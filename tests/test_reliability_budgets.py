@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 import glrmask
@@ -132,11 +133,15 @@ def test_a_1000_rule_chain_compiles_statically_without_recursion(vocab):
     assert state.commit_bytes(b"x") and state.is_accepting()
 
 
-def test_a_grammar_whose_only_sentence_is_empty_compiles(vocab):
-    mask = glrmask.compile("start: \n", vocab, mode="dynamic")
+@pytest.mark.parametrize("mode", ["static", "dynamic"])
+def test_a_grammar_whose_only_sentence_is_empty_compiles(vocab, mode):
+    mask = glrmask.compile("start: \n", vocab, mode=mode)
     state = mask.start()
     assert state.is_accepting()
     assert not state.commit_bytes(b"a")
+    words = mask.get_mask(state).view(np.uint32)
+    allowed = {w * 32 + b for w in np.flatnonzero(words) for b in range(32) if words[w] >> b & 1}
+    assert allowed == set(vocab.eos_token_ids)
 
 
 def test_deeply_nested_lark_groups_are_a_grammar_error_with_a_position(vocab):
