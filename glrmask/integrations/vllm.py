@@ -293,9 +293,15 @@ if _V2Base is not None:  # pragma: no cover
     class GlrmaskLogitsProcessor(SlotLogic, _V2Base):
         """glrmask for vLLM's Model Runner V2 (the default since vLLM 0.32)."""
 
-        def __init__(self, vllm_config: Any, req_states: Any):
+        def __init__(self, vllm_config: Any, req_states: Any, *_: Any):
             if getattr(vllm_config, "speculative_config", None) is not None:
                 raise ValueError("glrmask's vLLM processor does not support speculative decoding")
+            if not hasattr(req_states, "all_token_ids"):
+                # Early V2 interfaces passed (vllm_config, device, is_pin_memory): no token history.
+                raise ValueError(
+                    "this vLLM's Model Runner V2 gives logits processors no token history; run it with "
+                    "VLLM_USE_V2_MODEL_RUNNER=0 and glrmask.integrations.vllm:GlrmaskV1LogitsProcessor"
+                )
             SlotLogic.__init__(self, vocab_for_vllm(vllm_config), req_states)
 
         @classmethod
