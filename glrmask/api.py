@@ -17,7 +17,7 @@ import numpy as np
 
 from .budget import activate_budget
 from .collisions import find_lookahead_collisions
-from .dynamic import DEFAULT_STEP_TRANSITIONS, DynamicMasker
+from .reference import DEFAULT_STEP_TRANSITIONS, ConfigSet, DynamicMasker, Recognizer
 from .errors import GlrmaskError
 from .grammar.ir import Grammar
 from .grammar.loader import load_grammar
@@ -25,7 +25,6 @@ from .grammar.normalize import normalize
 from .lexer import Lexer
 from .lexer.dense import DenseLexer
 from .lr.table import LRTable
-from .recognizer import ConfigSet, Recognizer
 from .trie import VocabTrie
 from .vocab import Vocab
 from glrmask_ext.runtime import NativeState

@@ -21,7 +21,7 @@ released. This module owns all of that:
 A configuration snapshot is a list of *lanes* ``(lexer state | BOUNDARY, pending conditions,
 frontier)`` in one ``int32`` run: ``[n_lanes, (lex, n_conds, conds…, n_nodes, nodes…)…]``,
 lanes sorted by ``(lex, conds)``, conditions and nodes ascending. ``commit`` is the reference
-recognizer's byte step (:mod:`glrmask.recognizer`, ``restrict_lexer=False``) over these lanes;
+recognizer's byte step (:mod:`glrmask.reference.recognizer`, ``restrict_lexer=False``) over these lanes;
 ``fill`` walks every frontier node top-down through the Parser DWA with ``uint64`` class bitsets.
 A lane whose lexer state has no Parser-DWA root, or a condition with no failure seed (only bytes
 committed mid-token can produce them), is reported back (``NEEDS_FALLBACK``) so the caller can

@@ -19,7 +19,8 @@ from _lr_support import (
     sentences_and_near_misses,
 )
 from glrmask.grammar.normalize import normalize
-from glrmask.lr import END, GLR, LRTable, StackNode, recognize
+from glrmask.lr import END, LRTable
+from glrmask.reference import GLR, StackNode, recognize
 
 NONEMPTY = sorted(n for n in CORPUS)
 

@@ -13,7 +13,8 @@ from _lr_support import Earley, earley_accepts
 from glrmask.errors import GrammarError
 from glrmask.grammar.ir import Grammar, Rule, TerminalDef
 from glrmask.grammar.normalize import check_normalized, normalize
-from glrmask.lr import GLR, LRTable
+from glrmask.lr import LRTable
+from glrmask.reference import GLR
 
 TERMS = ("A", "B", "C")
 NONTERMS = ("s", "x", "y", "z")

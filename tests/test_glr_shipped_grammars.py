@@ -11,7 +11,8 @@ import pytest
 from _lr_support import Earley, earley_accepts, random_sentence, sentences_and_near_misses
 from glrmask.grammar import lark_frontend
 from glrmask.grammar.normalize import check_normalized, normalize
-from glrmask.lr import GLR, LRTable, recognize
+from glrmask.lr import LRTable
+from glrmask.reference import GLR, recognize
 
 GRAMMARS = Path(__file__).resolve().parents[1] / "grammars"
 NAMES = sorted(p.stem for p in GRAMMARS.glob("*.lark"))

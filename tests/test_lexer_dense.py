@@ -29,7 +29,7 @@ from glrmask.json_blob import encode_json_blob
 from glrmask.lexer import Lexer
 from glrmask.lexer.dense import DenseLexer, RestrictionUnsupported
 from glrmask.lr import LRTable
-from glrmask.recognizer import BOUNDARY, Recognizer
+from glrmask.reference import BOUNDARY, Recognizer
 
 from _grammars import CASE_BY_NAME, CASES
 from conftest import byte_vocab, tiny_vocab

@@ -14,7 +14,8 @@ from glrmask.errors import ArtifactError
 from glrmask.grammar.loader import load_grammar
 from glrmask.grammar.normalize import normalize
 from glrmask.json_blob import encode_json_blob
-from glrmask.lr import GLR, LRTable
+from glrmask.lr import LRTable
+from glrmask.reference import GLR
 
 from _grammars import CASES
 

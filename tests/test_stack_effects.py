@@ -15,12 +15,36 @@ from pathlib import Path
 
 import pytest
 
-from glrmask.compiler import EffectAutomaton, StackEffects, apply
+from glrmask.compiler import EffectAutomaton, StackEffects
 from glrmask.errors import GrammarError, GrammarTooComplex
 from glrmask.grammar.ir import Grammar, Rule, TerminalDef
 from glrmask.grammar.loader import load_grammar
 from glrmask.grammar.normalize import normalize
-from glrmask.lr import END, GLR, LRTable, StackNode
+from glrmask.lr import END, LRTable
+from glrmask.reference import GLR, StackNode
+
+
+def apply(effects: StackEffects, t, stack: StackNode) -> set[StackNode]:
+    """The denotation of terminal ``t``'s effect automaton on a concrete stack (read top-down):
+    every resulting stack; empty when ``t`` cannot be shifted."""
+    aut = effects.automaton(t)
+    out: set[StackNode] = set()
+    d = 0
+    node = stack
+    while True:
+        lo, hi = int(aut.final_ptr[d]), int(aut.final_ptr[d + 1])
+        for w in aut.final_writes[lo:hi]:
+            top = node
+            for s in aut.write_states[aut.write_ptr[w]: aut.write_ptr[w + 1]]:
+                top = StackNode(int(s), top)
+            assert top is not None, "an effect left the stack empty"
+            out.add(top)
+        if node is None:
+            return out
+        d = aut.step(d, node.state)
+        if d < 0:
+            return out
+        node = node.parent
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "grammars"

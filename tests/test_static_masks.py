@@ -28,9 +28,9 @@ from glrmask.compiler.parser_dwa import ParserDWA
 from glrmask.compiler.stack_effects import StackEffects
 from glrmask.compiler.terminal_dwa import CLOSED, TerminalDWA, terminal_labels
 from glrmask.compiler.token_classes import TokenClasses
-from glrmask.dynamic import DynamicMasker
+from glrmask.reference import DynamicMasker
 from glrmask.errors import GrammarTooComplex
-from glrmask.lr.glr import StackNode
+from glrmask.reference import StackNode
 
 HARD_CASES = ["ambiguous_expr", "non_lalr", "right_recursive", "nullable_heavy", "keywords_vs_names",
               "lazy_quantifier", "trailing_lookahead", "number_list", "escaped_string",

@@ -25,7 +25,7 @@ import glrmask
 from _engine_support import allowed
 from _grammars import CASE_BY_NAME
 from conftest import DATA, tiny_vocab
-from glrmask.recognizer import Recognizer
+from glrmask.reference import Recognizer
 
 HARD_CASES = ["ambiguous_expr", "non_lalr", "right_recursive", "nullable_heavy", "keywords_vs_names",
               "lazy_quantifier", "trailing_lookahead", "number_list", "escaped_string",

@@ -22,7 +22,7 @@ from conftest import byte_vocab, tiny_vocab
 from glrmask.compiler.terminal_dwa import CLOSED, TerminalDWA, terminal_labels
 from glrmask.errors import GrammarTooComplex
 from glrmask.lexer import Lexer
-from glrmask.recognizer import BOUNDARY, Config
+from glrmask.reference import BOUNDARY, Config
 from glrmask.vocab import Vocab
 
 HARD_CASES = ["ambiguous_expr", "keywords_vs_names", "lazy_quantifier", "trailing_lookahead",

@@ -7,7 +7,6 @@ from glrmask.compiler.stack_effects import (
     EffectAutomaton,
     StackEffectError,
     StackEffects,
-    apply,
 )
 
-__all__ = ["DEFAULT_MAX_STATES", "EffectAutomaton", "StackEffectError", "StackEffects", "apply"]
+__all__ = ["DEFAULT_MAX_STATES", "EffectAutomaton", "StackEffectError", "StackEffects"]

@@ -63,7 +63,6 @@ import numpy as np
 
 from glrmask.budget import current_budget
 from glrmask.errors import ArtifactError, GlrmaskError, GrammarTooComplex
-from glrmask.lr.glr import StackNode
 from glrmask.lr.table import LRTable
 
 __all__ = [
@@ -328,30 +327,6 @@ class StackEffects:
             "max_states": max((x.n_states for x in a), default=0),
             "max_reads": max((x.max_reads() for x in a), default=0),
         }
-
-
-def apply(effects: StackEffects, t: int | str, stack: StackNode) -> set[StackNode]:
-    """Run terminal ``t``'s automaton on a concrete stack (read top-down) and return every
-    resulting stack; empty when ``t`` cannot be shifted (module doc: semantics)."""
-    aut = effects.automaton(t)
-    out: set[StackNode] = set()
-    d = 0
-    node: Optional[StackNode] = stack
-    while True:
-        lo, hi = int(aut.final_ptr[d]), int(aut.final_ptr[d + 1])
-        for w in aut.final_writes[lo:hi]:
-            top = node
-            for s in aut.write_states[aut.write_ptr[w]: aut.write_ptr[w + 1]]:
-                top = StackNode(int(s), top)
-            if top is None:
-                raise StackEffectError("an effect left the stack empty")
-            out.add(top)
-        if node is None:
-            return out
-        d = aut.step(d, node.state)
-        if d == _DEAD:
-            return out
-        node = node.parent
 
 
 # ---------------------------------------------------------------------------------------------

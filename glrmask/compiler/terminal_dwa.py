@@ -7,7 +7,7 @@ feed the parser — independently of the parser stack, so it is computed once pe
 vocabulary. The Parser DWA (§4.8) then replaces each terminal label by that terminal's stack-effect
 automaton.
 
-Semantics (reproduces :meth:`glrmask.recognizer.Recognizer._step_configs` token by token, with the
+Semantics (reproduces :meth:`glrmask.reference.recognizer.Recognizer._step_configs` token by token, with the
 *unrestricted* lexer — the parser filters later). A *branch* is ``(lexer state or BOUNDARY,
 pending conditions created inside this token)``. Per byte: every pending condition is stepped (a
 FALSE kills the branch, a TRUE is dropped); the lexer steps from the branch's state (``initial`` at

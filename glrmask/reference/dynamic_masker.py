@@ -11,9 +11,10 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .recognizer import ConfigSet, Recognizer
-from .trie import VocabTrie
+from glrmask.trie import VocabTrie
 from glrmask_ext.dynamic_walk import walk_trie
+
+from .recognizer import ConfigSet, Recognizer
 
 
 DEFAULT_STEP_TRANSITIONS = 200_000

@@ -25,11 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import GrammarTooComplex
-from .grammar.ir import Grammar
-from .lexer import Lexer
-from .lr.glr import GLR, Frontier
-from .lr.table import LRTable
+from glrmask.errors import GrammarTooComplex
+from glrmask.grammar.ir import Grammar
+from glrmask.lexer import Lexer
+from glrmask.lr.table import LRTable
+
+from .glr import GLR, Frontier
 
 BOUNDARY = -2  # lexer "state" of a configuration that has not read any byte of its next lexeme
 

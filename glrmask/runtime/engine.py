@@ -14,8 +14,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from glrmask.lr.glr import StackNode
-from glrmask.recognizer import Config, Recognizer
+from glrmask.reference import Config, Recognizer, StackNode
 
 from .tables import build_tables
 
@@ -49,7 +48,7 @@ class NativeEngine:
     def _fallback_parts(self):
         with self._fallback_lock:
             if self._fallback is None:
-                from glrmask.dynamic import DynamicMasker
+                from glrmask.reference import DynamicMasker
 
                 rec = self._recognizer_factory()
                 self._fallback = (rec, DynamicMasker(rec, self._trie(), self._n_logits))
