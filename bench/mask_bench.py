@@ -457,11 +457,10 @@ def main() -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     cmd = "python bench/mask_bench.py " + " ".join(sys.argv[1:])
     tokens = ", ".join(f"{k} {sum(map(len, v)):,} tokens" for k, v in docs.items())
-    machine_at_start = machine_line
     lines = [
         f"## MaskBench TBM: {grammar_path.name}, Llama-3.1 vocabulary",
         "",
-        f"`{cmd.strip()}` — {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; {machine_at_start}; "
+        f"`{cmd.strip()}` — {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; {machine_line}; "
         f"pinned to core {core}; {args.passes} timed pass{'es (per-token minimum)' if args.passes > 1 else ''}. {len(instances):,} valid MaskBench instances "
         f"({'all' if not args.limit else f'{args.limit} evenly spread'} over the 10 splits); {tokens}. "
         "Engines: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".",

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers import Request, pack_docs, pin_to_core, time_replays, unpack_docs  # noqa: E402,F401
+from peers import Request, pin_to_core, time_replays, unpack_docs  # noqa: E402
 
 import glrmask  # noqa: E402  (GLRMask-Rust, from this process's virtual environment)
 
