@@ -50,6 +50,9 @@ DEFAULT_SIZE_LIMITS: dict[str, dict[str, int]] = {
     # front-ends: rules plus right-hand-side symbols of the grammar they produce (GBNF repetition
     # expansion, lark's EBNF expansion). Largest lowered benchmark schema: ~13k.
     "grammar": {"max_symbols": 500_000},
+    # normalization: rules after each step (ε-elimination and right-recursion breaking add some).
+    # Largest normalized benchmark schema: ~66k symbols in a few thousand rules.
+    "normalize": {"max_rules": 200_000},
     # LR table: closure items precomputed per nonterminal (a chain of n unit rules needs n²/2);
     # ~80 bytes each. Largest shipped grammar or benchmark schema: ~20k.
     "lr": {"max_closure_items": 1_000_000},

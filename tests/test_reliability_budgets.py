@@ -95,6 +95,11 @@ def test_gbnf_long_optional_repetition_ends_in_a_budget_error_by_default(vocab):
     assert "normalize" in str(err) or "grammar.max_symbols" in str(err)
 
 
+def test_normalization_is_budgeted_by_rules(vocab):
+    err, _ = too_complex("root ::= [a-z]{0,2000}", vocab, limits={"normalize": {"max_rules": 1_000}})
+    assert str(err).startswith("normalize") and "normalize.max_rules" in str(err)
+
+
 def test_a_long_repeated_literal_honours_the_deadline_after_the_front_end(vocab):
     budget = 2.0
     err, elapsed = too_complex('root ::= "a"{100000}', vocab, limits={"max_seconds": budget})

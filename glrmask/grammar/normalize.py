@@ -137,8 +137,12 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 # ---------------------------------------------------------------------------------------------
 # the transformation
 # ---------------------------------------------------------------------------------------------
-def normalize(grammar: Grammar, *, max_rules: int = 200_000) -> Grammar:
-    """Return an equivalent grammar satisfying :func:`check_normalized` (see the module docstring)."""
+def normalize(grammar: Grammar, *, max_rules: int | None = None) -> Grammar:
+    """Return an equivalent grammar satisfying :func:`check_normalized` (see the module docstring).
+    ``max_rules`` defaults to the compile budget's ``limits["normalize"]["max_rules"]``
+    (:mod:`glrmask.budget`)."""
+    if max_rules is None:
+        max_rules = current_budget().size_limit("normalize", "max_rules")
     return _Normalizer(grammar, max_rules).run()
 
 
@@ -174,7 +178,8 @@ class _Normalizer:
         self.clock.tick(f"normalize ({step})", self.steps)
         if n > self.max_rules:
             raise GrammarTooComplex(
-                f"normalize: step '{step}' exceeded max_rules={self.max_rules} ({n} rules)"
+                f"normalize: step '{step}' exceeded max_rules={self.max_rules} ({n} rules; limit "
+                "normalize.max_rules)"
             )
 
     # -- driver ----------------------------------------------------------------------------------
