@@ -1,8 +1,9 @@
 """JSONSchemaBench coverage of the JSON Schema front-end (lowering + lark as the judge).
 
 For every schema of the ten MaskBench splits (streamed from ../shared/data/jsonschemabench):
-lowered / unsupported / over budget (strict and lenient), and whether every valid test instance
-(json.dumps, ensure_ascii=False, keys in schema order) parses with lark under the generated grammar.
+lowered / unsupported / over budget (strict and lenient), how many lowered schemas keep a oneOf as
+anyOf (not provably exclusive), and whether every valid test instance (json.dumps,
+ensure_ascii=False, keys in schema order) parses with lark under the generated grammar.
 
     python3 bench/json_schema_coverage.py [--max-per-split N] [--instances K] [--lenient]
 """
@@ -51,7 +52,7 @@ def main() -> None:
                 rec = json.loads(line)
                 c["schemas"] += 1
                 try:
-                    text, _ = lower_json_schema(rec["schema"], lenient=args.lenient)
+                    text, warnings = lower_json_schema(rec["schema"], lenient=args.lenient)
                 except UnsupportedSchema as e:
                     c["unsupported"] += 1
                     for ln in str(e).splitlines()[1:]:
@@ -65,6 +66,8 @@ def main() -> None:
                     failures.append(f"CRASH {rec['file']}: {type(e).__name__}: {e}"[:300])
                     continue
                 c["lowered"] += 1
+                if any("lowered as anyOf" in w for w in warnings):
+                    c["oneof_as_anyof"] += 1  # a oneOf neither provably disjoint nor complementable
                 if not args.instances:
                     continue
                 valid = [t["data"] for t in rec.get("tests", []) if t.get("valid")][: args.instances]
@@ -92,13 +95,13 @@ def main() -> None:
         print(f"{split:16s} schemas {c['schemas']:5d} lowered {c['lowered']:5d} unsupported {c['unsupported']:4d} "
               f"over_budget {c['over_budget']:3d} crash {c['crash']:3d} | instances {c['instances']:4d} "
               f"accepted {c['accepted']:4d} false_reject {c['false_reject']:3d} lark_err {c['lark_error']} "
-              f"not_judged {c['not_judged']} "
+              f"not_judged {c['not_judged']} oneOf->anyOf {c['oneof_as_anyof']} "
               f"({time.time() - t0:.1f}s)", flush=True)
     s = totals["schemas"] or 1
     print(f"TOTAL schemas {totals['schemas']} lowered {totals['lowered']} ({100 * totals['lowered'] / s:.1f}%) "
           f"unsupported {totals['unsupported']} over_budget {totals['over_budget']} crash {totals['crash']} | "
           f"instances {totals['instances']} accepted {totals['accepted']} false_reject {totals['false_reject']} "
-          f"not_judged(schemas) {totals['not_judged']}")
+          f"not_judged(schemas) {totals['not_judged']} | schemas with a oneOf lowered as anyOf {totals['oneof_as_anyof']}")
     print("top unsupported reasons:")
     for r, k in reasons.most_common(12):
         print(f"  {k:5d}  {r}")
