@@ -190,11 +190,21 @@ cdef struct Pool:
 
 
 cdef inline uint64_t _bits_hash(const uint64_t* b, int64_t W) noexcept nogil:
-    cdef uint64_t h = 0x243f6a8885a308d3ULL
-    cdef int64_t j
-    for j in range(W):
-        h = _fold(h, b[j])
-    return _mix(h)
+    """Four independent lanes (a bitset is tens of words: one serial chain of multiplies would
+    be the cost of interning), folded together at the end."""
+    cdef uint64_t h0 = 0x243f6a8885a308d3ULL, h1 = 0x13198a2e03707344ULL
+    cdef uint64_t h2 = 0xa4093822299f31d0ULL, h3 = 0x082efa98ec4e6c89ULL
+    cdef int64_t j = 0
+    while j + 4 <= W:
+        h0 = _fold(h0, b[j])
+        h1 = _fold(h1, b[j + 1])
+        h2 = _fold(h2, b[j + 2])
+        h3 = _fold(h3, b[j + 3])
+        j += 4
+    while j < W:
+        h0 = _fold(h0, b[j])
+        j += 1
+    return _mix(_fold(_fold(_fold(h0, h1), h2), h3))
 
 
 cdef int pool_intern(Pool* P, const uint64_t* b, int32_t* out) noexcept nogil:
@@ -1009,7 +1019,7 @@ cdef class Builder:
                         return rc
                     if imap_put(&self.top, (<uint64_t>d2 << 32) | <uint64_t>self.f_ws[f], c2):
                         return E_MEM
-                if self._absorb(L, wid, c2):
+                if (self.c_acc.p[c2] != 0 or self.c_rn.p[c2] != 0) and self._absorb(L, wid, c2):
                     return E_MEM
             if self.e_moves[e2] and acc_or(&L.reads, (<uint64_t>e2 << 32) | (rs & 0xffffffffULL),
                                            pool_row(&self.pool, wid), wid):
