@@ -321,7 +321,7 @@ class Lowerer:
     def normalize(self, schema: Any, ptr: str, depth: int = 0) -> Any:
         """Resolve $ref, allOf and the in-place applicators into one dict (or bool)."""
         if depth > MAX_MERGE_DEPTH:
-            raise UnsupportedSchema(f"#{ptr}: $ref/allOf chain too deep (a cycle through allOf?)")
+            raise UnsupportedSchema(f"#{_shorten(ptr)}: $ref/allOf/not chain too deep (a cycle through allOf?)")
         if isinstance(schema, bool):
             return schema
         if not isinstance(schema, dict):
@@ -707,7 +707,7 @@ class Lowerer:
         if n is False:
             return {t: [{'type': t}] for t in ALL_TYPES}
         if depth > MAX_MERGE_DEPTH:
-            raise UnsupportedSchema(f"#{ptr}: not/$ref chain too deep")
+            raise UnsupportedSchema(f"#{_shorten(ptr)}: not/$ref chain too deep")
         unknown: set[str] = set()
         for k in n:
             if k not in STRUCTURAL or (k in NEGATABLE and k != '__extras') or k in ('properties', 'items') \
