@@ -6,16 +6,12 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 HERE = Path(__file__).parent
-# Modules whose batch entry points split rows across OpenMP threads (GIL released).
-OPENMP = {"runtime"}
-
 extensions = [
     Extension(
         f"glrmask_ext.{pyx.stem}",
         [str(pyx.relative_to(HERE))],
         include_dirs=[np.get_include()],
-        extra_compile_args=["-O3"] + (["-fopenmp"] if pyx.stem in OPENMP else []),
-        extra_link_args=["-fopenmp"] if pyx.stem in OPENMP else [],
+        extra_compile_args=["-O3"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
     for pyx in sorted((HERE / "glrmask_ext").glob("*.pyx"))

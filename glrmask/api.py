@@ -677,9 +677,9 @@ def compile_grammar(grammar: Grammar, vocab: Vocab, *, mode: str = "static", lim
 def fill_masks(states: "Sequence[State]", out, *, n_threads: Optional[int] = None) -> None:
     """Fill row ``i`` of the ``(batch, words)`` int32 array ``out`` (NumPy or CPU torch) with the
     mask of ``states[i]``; states may come from different masks. Native states are filled with
-    the GIL released, split over ``n_threads`` threads (default: one per core, at most one per
-    16 rows); rows past ``len(states)`` are left alone."""
-    from glrmask_ext.runtime import NativeState, fill_batch
+    the GIL released, split over ``n_threads`` threads (default: one per core this process may run
+    on, at most one per 16 rows); rows past ``len(states)`` are left alone."""
+    from .runtime.batch import default_threads, fill_native
 
     states = list(states)
     if not states:
@@ -696,10 +696,10 @@ def fill_masks(states: "Sequence[State]", out, *, n_threads: Optional[int] = Non
             st._mask._switch(st)
     native = [i for i, st in enumerate(states) if type(st._impl) is NativeState]
     if n_threads is None:
-        n_threads = max(1, min(os.cpu_count() or 1, len(native) // 16))
+        n_threads = default_threads(len(native))
     if native:
         rows = arr if len(native) == len(states) else np.zeros((len(native), arr.shape[1]), dtype=np.int32)
-        need = fill_batch([states[i]._impl for i in native], rows.view(np.uint32), int(n_threads))
+        need = fill_native([states[i]._impl for i in native], rows.view(np.uint32), int(n_threads))
         if rows is not arr:
             arr[native] = rows
         for k in need:
@@ -712,7 +712,7 @@ def fill_masks(states: "Sequence[State]", out, *, n_threads: Optional[int] = Non
 
 def commit_many(states: "Sequence[State]", tokens: "Sequence[int]", *, n_threads: int = 1) -> list[bool]:
     """``[states[i].commit(tokens[i]) for i]``; native states commit with the GIL released."""
-    from glrmask_ext.runtime import NativeState, commit_batch
+    from .runtime.batch import commit_native
 
     states = list(states)
     if len(states) != len(tokens):
@@ -721,8 +721,8 @@ def commit_many(states: "Sequence[State]", tokens: "Sequence[int]", *, n_threads
     native = [i for i, st in enumerate(states) if type(st._impl) is NativeState]
     out = [False] * len(states)
     if native:
-        res = commit_batch([states[i]._impl for i in native], np.asarray([ids[i] for i in native], dtype=np.int64),
-                           int(n_threads))
+        res = commit_native([states[i]._impl for i in native], np.asarray([ids[i] for i in native], dtype=np.int64),
+                            int(n_threads))
         for k, i in enumerate(native):
             out[i] = bool(res[k])
     for i, st in enumerate(states):

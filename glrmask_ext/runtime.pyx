@@ -36,7 +36,6 @@ from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThr
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free, calloc
 from libc.string cimport memset, memcpy, memcmp
-from cython.parallel cimport prange
 
 cnp.import_array()
 
@@ -1366,54 +1365,83 @@ def _new_state(Tables tables):
     return st
 
 
-def fill_batch(list states, uint32_t[:, ::1] out, int n_threads=1):
-    """Row ``i`` of ``out`` <- the mask of ``states[i]`` (NativeState), GIL released; with
-    ``n_threads > 1`` rows are split across OpenMP threads (each state's family lock keeps a
-    state and its forks consistent; different requests never wait for each other). Returns the
-    rows that need the reference fallback (left zeroed)."""
-    cdef Py_ssize_t n = len(states), i
-    cdef Py_ssize_t words = out.shape[1]
-    if out.shape[0] < n:
-        raise ValueError(f"out has {out.shape[0]} rows for {n} states")
-    cdef Job* jobs = _jobs(states, words)
-    cdef uint32_t* base = &out[0, 0] if n else NULL
-    try:
+cdef class FillBatch:
+    """One batch fill: row ``i`` of ``out`` <- the mask of ``states[i]``. :meth:`run` fills a
+    range of rows with the GIL released, so several Python threads can share one batch (each
+    state's family lock keeps a state and its forks consistent; requests never wait for each
+    other); :meth:`finish` reports the rows that need the reference fallback (left zeroed)."""
+
+    cdef Job* jobs
+    cdef Py_ssize_t n
+    cdef Py_ssize_t words
+    cdef uint32_t* base
+    cdef object _keep
+
+    def __cinit__(self, list states, uint32_t[:, ::1] out):
+        self.n = len(states)
+        self.words = out.shape[1]
+        if out.shape[0] < self.n:
+            raise ValueError(f"out has {out.shape[0]} rows for {self.n} states")
+        self.jobs = _jobs(states, self.words)
+        self.base = &out[0, 0] if self.n else NULL
+        self._keep = (states, out)
+
+    def __dealloc__(self):
+        free(self.jobs)
+
+    def run(self, Py_ssize_t lo, Py_ssize_t hi) -> None:
+        cdef Py_ssize_t i
+        if lo < 0 or hi > self.n or lo > hi:
+            raise ValueError("row range out of bounds")
         with nogil:
-            if n_threads <= 1 or n < 2:
-                for i in range(n):
-                    _fill_one(&jobs[i], base + i * words, words)
-            else:
-                for i in prange(n, num_threads=n_threads, schedule="static"):
-                    _fill_one(&jobs[i], base + i * words, words)
-        for i in range(n):
-            if jobs[i].code == R_NOMEM:
+            for i in range(lo, hi):
+                _fill_one(&self.jobs[i], self.base + i * self.words, self.words)
+
+    def finish(self) -> list:
+        cdef Py_ssize_t i
+        for i in range(self.n):
+            if self.jobs[i].code == R_NOMEM:
                 raise MemoryError("glrmask runtime: out of memory in fill_masks")
-        return [i for i in range(n) if jobs[i].code == R_FALLBACK]
-    finally:
-        free(jobs)
+        return [i for i in range(self.n) if self.jobs[i].code == R_FALLBACK]
 
 
-def commit_batch(list states, const int64_t[::1] tokens, int n_threads=1):
-    """``states[i].commit(tokens[i])`` for every i, GIL released (tokens checked by the caller);
-    returns a uint8 array (1 committed, 0 refused)."""
-    cdef Py_ssize_t n = len(states), i
-    res = np.zeros(n, dtype=np.uint8)
-    cdef uint8_t[::1] rv = res
-    cdef Job* jobs = _jobs(states, -1)
-    try:
+cdef class CommitBatch:
+    """One batch commit: ``states[i].commit(tokens[i])``; :meth:`run` commits a range of rows
+    with the GIL released, :meth:`finish` moves the states and returns the results."""
+
+    cdef Job* jobs
+    cdef Py_ssize_t n
+    cdef const int64_t* tokens
+    cdef object _keep
+
+    def __cinit__(self, list states, const int64_t[::1] tokens):
+        self.n = len(states)
+        if tokens.shape[0] != self.n:
+            raise ValueError(f"{self.n} states but {tokens.shape[0]} tokens")
+        self.jobs = _jobs(states, -1)
+        self.tokens = &tokens[0] if self.n else NULL
+        self._keep = (states, tokens)
+
+    def __dealloc__(self):
+        free(self.jobs)
+
+    def run(self, Py_ssize_t lo, Py_ssize_t hi) -> None:
+        cdef Py_ssize_t i
+        if lo < 0 or hi > self.n or lo > hi:
+            raise ValueError("row range out of bounds")
         with nogil:
-            if n_threads <= 1 or n < 2:
-                for i in range(n):
-                    _commit_one(&jobs[i], tokens[i])
-            else:
-                for i in prange(n, num_threads=n_threads, schedule="static"):
-                    _commit_one(&jobs[i], tokens[i])
-        for i in range(n):
-            if jobs[i].code == R_NOMEM:
+            for i in range(lo, hi):
+                _commit_one(&self.jobs[i], self.tokens[i])
+
+    def finish(self):
+        cdef Py_ssize_t i
+        res = np.zeros(self.n, dtype=np.uint8)
+        cdef uint8_t[::1] rv = res
+        states = self._keep[0]
+        for i in range(self.n):
+            if self.jobs[i].code == R_NOMEM:
                 raise MemoryError("glrmask runtime: out of memory in commit_many")
-            if jobs[i].code == R_OK:
-                (<NativeState>states[i]).head = jobs[i].head
+            if self.jobs[i].code == R_OK:
+                (<NativeState>states[i]).head = self.jobs[i].head
                 rv[i] = 1
         return res
-    finally:
-        free(jobs)
