@@ -111,6 +111,17 @@ def test_a_budget_the_build_fits_in_changes_nothing():
     assert_same_arrays(tight.arrays(), arrays)
 
 
+def test_exporting_twice_gives_the_same_arrays_and_keeps_the_sizes():
+    tdwa, effects, class_sets, n_classes = inputs("shipped", "tinylang")
+    pdwa = ParserDWA(tdwa, effects, class_sets, n_classes)
+    first = pdwa.arrays()
+    sizes = (pdwa.n_states, pdwa.n_closures)
+    assert sizes[0] == len(first["default_target"]) and sizes[1] > 0
+    assert pdwa.expand() is True
+    assert_same_arrays(pdwa.arrays(), first)
+    assert (pdwa.n_states, pdwa.n_closures) == sizes
+
+
 def test_an_unknown_budget_is_refused():
     tdwa, effects, class_sets, n_classes = inputs("shipped", "json")
     with pytest.raises(TypeError, match="max_nodes"):

@@ -94,19 +94,21 @@ class ParserDWA:
         self.n_classes = n_classes
         self._root_index = {int(q): i for i, q in enumerate(tdwa.boundary_states)}
         self._cond_index = {int(c): i for i, c in enumerate(tdwa.cond_ids)}
-        self._builder = _native.Builder(tdwa, effects.automata, _dense_sets(class_sets, n_classes),
-                                        self.limits["max_states"], self.limits["max_closures"])
+        self._builder: Optional[_native.Builder] = _native.Builder(
+            tdwa, effects.automata, _dense_sets(class_sets, n_classes), self.limits["max_states"],
+            self.limits["max_closures"])
         self._arrays: Optional[dict[str, np.ndarray]] = None
+        self._sizes = (0, 0)  # (states, closures) once the builder is released
 
     @property
     def n_states(self) -> int:
         """Determinized states built so far."""
-        return self._builder.n_states
+        return self._sizes[0] if self._builder is None else self._builder.n_states
 
     @property
     def n_closures(self) -> int:
         """Settled product states whose closure is computed so far."""
-        return self._builder.n_closures
+        return self._sizes[1] if self._builder is None else self._builder.n_closures
 
     # ---------------------------------------------------------------- queries
     def has_root(self, q: int) -> bool:
@@ -127,6 +129,8 @@ class ParserDWA:
         again continues). Raises :class:`GrammarTooComplex` when a budget is exceeded or the
         compile's deadline or memory limit (:func:`glrmask.budget.current_budget`) is hit."""
         b = self._builder
+        if b is None:  # exported: complete
+            return True
         budget = current_budget()  # the compile's deadline and memory backstop (glrmask.budget)
         end = None if max_seconds is None else time.perf_counter() + max_seconds
         while True:
@@ -151,7 +155,12 @@ class ParserDWA:
         module docstring. Explicit edges equal to the DEFAULT edge are left out."""
         if self._arrays is None:
             self.expand()
-            self._arrays = {"boundary_states": self.tdwa.boundary_states, **self._builder.arrays()}
+            b = self._builder
+            self._arrays = {"boundary_states": self.tdwa.boundary_states, **b.arrays()}
+            # the memo tables (closures, interned sets, members) are not needed once exported and
+            # can be large (go_subset x GPT-2: ~1 GB): release them, keep the sizes for reports
+            self._sizes = (b.n_states, b.n_closures)
+            self._builder = None
         return dict(self._arrays)
 
     def __repr__(self) -> str:
