@@ -1140,8 +1140,8 @@ cdef class NativeState:
             n -= 1
         self.head = h
 
-    cpdef bint commit(self, int64_t token) except -1:
-        """Advance by one token id (``0 <= token < vocab size``; checked by the caller)."""
+    cdef bint _advance(self, int64_t token, const uint8_t* p, Py_ssize_t n) except -1:
+        """Commit ``token`` (``token >= 0``) or the raw bytes ``p[:n]`` as one history step."""
         cdef Family fam = self.fam
         cdef int r
         cdef int32_t nr = -1, head = self.head
@@ -1150,7 +1150,10 @@ cdef class NativeState:
         cdef PyThread_type_lock lock = fam.lock
         with nogil:
             PyThread_acquire_lock(lock, WAIT_LOCK)
-            r = _commit_token(t, f, head, token, &nr)
+            if token >= 0:
+                r = _commit_token(t, f, head, token, &nr)
+            else:
+                r = _commit(t, f, head, p, n, 0, &nr)
             PyThread_release_lock(lock)
         if r == R_NOMEM:
             raise MemoryError("glrmask runtime: out of memory in commit")
@@ -1159,27 +1162,16 @@ cdef class NativeState:
             return True
         return False
 
+    cpdef bint commit(self, int64_t token) except -1:
+        """Advance by one token id (``0 <= token < vocab size``; checked by the caller)."""
+        if token < 0:
+            return False
+        return self._advance(token, NULL, 0)
+
     def commit_bytes(self, const uint8_t[::1] data) -> bool:
         """Advance by raw bytes (one history step)."""
-        cdef Family fam = self.fam
-        cdef int r
-        cdef int32_t nr = -1
         cdef Py_ssize_t n = data.shape[0]
-        cdef const uint8_t* p = &data[0] if n else NULL
-        cdef const CTables* t = &fam.tables.t
-        cdef CFamily* f = &fam.f
-        cdef PyThread_type_lock lock = fam.lock
-        cdef int32_t head = self.head
-        with nogil:
-            PyThread_acquire_lock(lock, WAIT_LOCK)
-            r = _commit(t, f, head, p, n, 0, &nr)
-            PyThread_release_lock(lock)
-        if r == R_NOMEM:
-            raise MemoryError("glrmask runtime: out of memory in commit")
-        if r == R_OK:
-            self.head = nr
-            return True
-        return False
+        return self._advance(-1, &data[0] if n else NULL, n)
 
     def probe_bytes(self, const uint8_t[::1] data) -> bool:
         """Whether ``data`` can follow (nothing is committed)."""
