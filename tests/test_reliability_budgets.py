@@ -113,20 +113,27 @@ def test_lark_grammars_count_against_the_grammar_budget(vocab):
 
 
 # ---------------------------------------------------------------- LR closures
-def test_a_long_unit_rule_chain_ends_at_the_closure_budget(vocab):
-    err, _ = too_complex(chain(2000), vocab, limits={"lr": {"max_closure_items": 100_000}})
+def nested_chain(n: int) -> str:
+    """``r_i: r_{i+1} | "x" r_{i+1}``: every level follows a dot in some kernel and its closure
+    holds the whole chain below it, so the closure items grow as ``n²/2``."""
+    return "start: r0\n" + "".join(f'r{i}: r{i + 1} | "x" r{i + 1}\n' for i in range(n - 1)) + f'r{n - 1}: "x"\n'
+
+
+def test_quadratic_lr_closures_end_at_the_closure_budget(vocab):
+    err, _ = too_complex(nested_chain(1500), vocab, mode="dynamic", limits={"lr": {"max_closure_items": 100_000}})
     assert "LR table (closures)" in str(err) and "lr.max_closure_items" in str(err)
 
 
-def test_a_5000_rule_chain_ends_in_a_budget_error_by_default(vocab):
-    err, _ = too_complex(chain(5000), vocab, mode="dynamic")
-    assert "LR table" in str(err)
+@pytest.mark.slow
+def test_a_5000_rule_chain_compiles(vocab):
+    mask = glrmask.compile(chain(5000), vocab, mode="dynamic")
+    state = mask.start()
+    assert state.commit_bytes(b"x") and state.is_accepting()
 
 
 def test_the_deadline_covers_the_front_end_and_the_lr_stages(vocab):
-    budget = 3.0
-    err, elapsed = too_complex(chain(5000), vocab, mode="dynamic",
-                               limits={"max_seconds": budget, "lr": {"max_closure_items": 10**9}})
+    budget = 1.0
+    err, elapsed = too_complex(chain(5000), vocab, mode="dynamic", limits={"max_seconds": budget})
     assert "max_seconds" in str(err)
     assert elapsed < budget * 1.5 + MARGIN_S
 

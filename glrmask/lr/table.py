@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Optional
 
 import numpy as np
 
@@ -291,47 +291,52 @@ class _Builder:
         self.nullable = nullable
 
     def _closures(self) -> None:
+        """Set up the closure table ``pre``, filled on first use by :meth:`_pre_of`: only the
+        nonterminals that follow a dot in some kernel need one, and eager tables would cost
+        ``n²/2`` items for a chain of ``n`` unit rules (each nonterminal's closure holds the whole
+        chain below it) where the automaton itself needs ``n``."""
+        self.pre: list[Optional[list[tuple[int, int, bool]]]] = [None] * len(self.nonterminals)
+        self._pre_total = 0
+        self._budget = current_budget()
+        self._max_pre_items = self._budget.size_limit("lr", "max_closure_items")
+
+    def _pre_of(self, b: int) -> list[tuple[int, int, bool]]:
         """pre[B] = closure items of ``B`` as ``(core, spontaneous_la, inherits)``: the item's
         lookahead is ``spontaneous_la | (L if inherits)`` where ``L`` is the lookahead of ``B``."""
         T = self.T
-        self.pre: list[list[tuple[int, int, bool]]] = []
-        budget = current_budget()
-        max_items = budget.size_limit("lr", "max_closure_items")
-        total = 0
-        for b in range(len(self.nonterminals)):
-            budget.tick("LR table (closures)", b)
-            items: dict[int, list] = {}
-            work: deque[int] = deque()
-            for r in self.rules_of[b]:
-                c = self.rule_off[r]
-                items[c] = [0, True]
-                work.append(c)
-            while work:
-                c = work.popleft()
-                nxt = self.core_next[c]
-                if nxt < T:
-                    continue
-                m, inh = items[c]
-                add_m = self.beta_first[c] | (m if self.beta_nullable[c] else 0)
-                add_inh = inh and self.beta_nullable[c]
-                for r in self.rules_of[nxt - T]:
-                    c2 = self.rule_off[r]
-                    cur = items.get(c2)
-                    if cur is None:
-                        items[c2] = [add_m, add_inh]
+        self._budget.check("LR table (closures)")
+        items: dict[int, list] = {}
+        work: deque[int] = deque()
+        for r in self.rules_of[b]:
+            c = self.rule_off[r]
+            items[c] = [0, True]
+            work.append(c)
+        while work:
+            c = work.popleft()
+            nxt = self.core_next[c]
+            if nxt < T:
+                continue
+            m, inh = items[c]
+            add_m = self.beta_first[c] | (m if self.beta_nullable[c] else 0)
+            add_inh = inh and self.beta_nullable[c]
+            for r in self.rules_of[nxt - T]:
+                c2 = self.rule_off[r]
+                cur = items.get(c2)
+                if cur is None:
+                    items[c2] = [add_m, add_inh]
+                    work.append(c2)
+                else:
+                    nm, ni = cur[0] | add_m, cur[1] or add_inh
+                    if nm != cur[0] or ni != cur[1]:
+                        cur[0], cur[1] = nm, ni
                         work.append(c2)
-                    else:
-                        nm, ni = cur[0] | add_m, cur[1] or add_inh
-                        if nm != cur[0] or ni != cur[1]:
-                            cur[0], cur[1] = nm, ni
-                            work.append(c2)
-            total += len(items)
-            if total > max_items:
-                raise GrammarTooComplex(
-                    f"LR table (closures): more than {max_items} precomputed closure items after "
-                    f"{b + 1} of {len(self.nonterminals)} nonterminals (limit lr.max_closure_items); "
-                    "long chains of unit rules need one item per rule below each one")
-            self.pre.append([(c, m, inh) for c, (m, inh) in items.items()])
+        self._pre_total += len(items)
+        if self._pre_total > self._max_pre_items:
+            raise GrammarTooComplex(
+                f"LR table (closures): more than {self._max_pre_items} closure items for "
+                f"{sum(p is not None for p in self.pre) + 1} nonterminals (limit lr.max_closure_items)")
+        pre = self.pre[b] = [(c, m, inh) for c, (m, inh) in items.items()]
+        return pre
 
     def closure(self, kernel: dict[int, int]) -> dict[int, int]:
         T = self.T
@@ -341,7 +346,10 @@ class _Builder:
             if nxt < T:
                 continue
             L = self.beta_first[c] | (la if self.beta_nullable[c] else 0)
-            for c2, sm, inh in self.pre[nxt - T]:
+            pre = self.pre[nxt - T]
+            if pre is None:
+                pre = self._pre_of(nxt - T)
+            for c2, sm, inh in pre:
                 items[c2] = items.get(c2, 0) | sm | (L if inh else 0)
         return items
 
