@@ -1357,6 +1357,57 @@ def _new_state(Tables tables):
     return st
 
 
+def expansion_tables(const int32_t[::1] class_of_orig, int n_classes, int64_t n_logits, int64_t dense_min):
+    """Class -> original ids (CSR, ids ascending), dense packed rows for the classes with at least
+    ``dense_min`` tokens plus one row for the union of all classes (row ``cls_dense[n_classes]``),
+    and each class's cost in the expansion's cost model (entry ``n_classes`` is the total). One
+    counting pass in C: ``Mask.load`` must not spend milliseconds here. ``class_of_orig`` values
+    must lie in ``[-1, n_classes)`` (checked by the caller)."""
+    cdef Py_ssize_t n = class_of_orig.shape[0], j, r
+    cdef int64_t n_words = (n_logits + 31) // 32
+    cdef int32_t c
+    cls_ptr = np.zeros(n_classes + 1, dtype=np.int32)
+    cdef int32_t[::1] ptr = cls_ptr
+    for j in range(n):
+        c = class_of_orig[j]
+        if c >= 0:
+            ptr[c + 1] += 1
+    counts = np.diff(cls_ptr).astype(np.int64)
+    for c in range(n_classes):
+        ptr[c + 1] += ptr[c]
+    cls_ids = np.empty(ptr[n_classes], dtype=np.int32)
+    cdef int32_t[::1] ids = cls_ids
+    fill = np.array(cls_ptr[:n_classes], dtype=np.int32) if n_classes else np.zeros(0, dtype=np.int32)
+    cdef int32_t[::1] at = fill
+    for j in range(n):
+        c = class_of_orig[j]
+        if c >= 0:
+            ids[at[c]] = <int32_t>j
+            at[c] += 1
+    big = np.flatnonzero(counts >= max(dense_min, n_words // 8)).astype(np.int32)
+    cls_dense = np.full(n_classes + 1, -1, dtype=np.int32)
+    cls_dense[big] = np.arange(len(big), dtype=np.int32)
+    cls_dense[n_classes] = len(big)
+    rows = np.zeros((len(big) + 1, n_words), dtype=np.uint32)
+    cdef uint32_t[:, ::1] rv = rows
+    cdef int32_t[::1] dense = cls_dense
+    cdef int32_t all_row = <int32_t>len(big)
+    for j in range(n):
+        c = class_of_orig[j]
+        if c >= 0:
+            rv[all_row, j >> 5] |= (<uint32_t>1) << (j & 31)
+            r = dense[c]
+            if r >= 0:
+                rv[r, j >> 5] |= (<uint32_t>1) << (j & 31)
+    cost = counts.copy()
+    cost[big] = max(1, n_words // 8)
+    cls_cost = np.zeros(n_classes + 1, dtype=np.int32)
+    cls_cost[:n_classes] = cost
+    cls_cost[n_classes] = int(cost.sum())
+    return {"cls_ptr": cls_ptr, "cls_ids": cls_ids, "cls_dense": cls_dense, "dense_rows": rows,
+            "cls_cost": cls_cost, "n_words": np.int64(n_words)}
+
+
 cdef class FillBatch:
     """One batch fill: row ``i`` of ``out`` <- the mask of ``states[i]``. :meth:`run` fills a
     range of rows with the GIL released, so several Python threads can share one batch (each

@@ -209,36 +209,12 @@ def runtime_arrays_from_stored(stored: Mapping[str, np.ndarray], lexer, table, i
 
 
 def _expansion_arrays(class_of_orig: np.ndarray, n_classes: int, n_logits: int) -> dict[str, np.ndarray]:
-    """Class → original ids (CSR), dense packed rows for the big classes and for the union of all
-    classes (row ``cls_dense[n_classes]``), and the cost of each class in the expansion's cost
-    model (entry ``n_classes`` is the total)."""
-    n_words = (n_logits + 31) // 32
-    ids = np.flatnonzero(class_of_orig >= 0).astype(np.int32)
-    cls = class_of_orig[ids]
-    order = np.argsort(cls, kind="stable")
-    cls_ids = np.ascontiguousarray(ids[order], dtype=np.int32)
-    counts = np.bincount(cls, minlength=n_classes).astype(np.int64) if n_classes else np.zeros(0, np.int64)
-    cls_ptr = np.zeros(n_classes + 1, dtype=np.int32)
-    np.cumsum(counts, out=cls_ptr[1:])
-    big = np.flatnonzero(counts >= max(_DENSE_MIN_TOKENS, n_words // 8)).tolist()
-    cls_dense = np.full(n_classes + 1, -1, dtype=np.int32)
-    rows = np.zeros((len(big) + 1, n_words), dtype=np.uint32)
-    for r, c in enumerate(big):
-        cls_dense[c] = r
-        _set_bits(rows[r], cls_ids[cls_ptr[c]:cls_ptr[c + 1]])
-    cls_dense[n_classes] = len(big)
-    _set_bits(rows[len(big)], cls_ids)
-    cost = counts.copy()
-    cost[big] = max(1, n_words // 8)
-    cls_cost = np.zeros(n_classes + 1, dtype=np.int32)
-    cls_cost[:n_classes] = cost
-    cls_cost[n_classes] = int(cost.sum())
-    return {"cls_ptr": cls_ptr, "cls_ids": cls_ids, "cls_dense": cls_dense, "dense_rows": rows,
-            "cls_cost": cls_cost, "n_words": np.int64(n_words)}
+    """Class → original ids, dense rows for the big classes and the union of all classes, and the
+    expansion cost of each class (:func:`glrmask_ext.runtime.expansion_tables`)."""
+    from glrmask_ext.runtime import expansion_tables
 
-
-def _set_bits(row: np.ndarray, ids: np.ndarray) -> None:
-    np.bitwise_or.at(row, ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
+    return expansion_tables(np.ascontiguousarray(class_of_orig, dtype=np.int32), n_classes, n_logits,
+                            _DENSE_MIN_TOKENS)
 
 
 def _token_arrays(vocab, eos_ids: Sequence[int]) -> dict[str, np.ndarray]:
