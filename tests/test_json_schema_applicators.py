@@ -263,3 +263,9 @@ def test_one_of_closed_objects_with_a_required_key_the_other_forbids_are_disjoin
     _, warnings = lower_json_schema(s)
     assert not any("oneOf" in w for w in warnings)
     check(s, [{"a": 1}, {"b": "x"}], [{}, {"a": 1, "b": "x"}, {"a": "x"}])
+
+
+def test_two_contains_under_all_of_are_counted_together():
+    s = {"type": "array", "allOf": [{"contains": {"type": "integer"}},
+                                    {"contains": {"type": "string"}, "maxContains": 1}]}
+    check(s, [[1, "a"], ["a", 1, 2]], [[1], ["a"], [1, "a", "b"], []])

@@ -26,6 +26,7 @@ gaps are never adjacent.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -89,6 +90,7 @@ MAX_COUNT_BOUND = 10 ** 6
 MAX_REGIONS = 64
 MAX_UNIQUE_VALUES = 10
 MAX_EXACT_ONE_OF = 6
+MAX_CONTAINS = 3
 FORMAT_MODES = ('assert', 'annotation')
 
 
@@ -1413,62 +1415,66 @@ class Lowerer:
             return self._unique_array_alts(s, prefix, rest, m, M, ptr, depth)
         contains = s.get('__contains', [])
         cons = [c for c in contains if not (c[1] == 0 and c[2] is None)]
-        if len(cons) > 1:
-            self.problem(cons[1][3], "several contains on one array (after allOf) are not supported")
-        con = cons[0] if cons else None
-        c_lo = con[1] if con else 0
-        c_hi = con[2] if con else None
-        if con is not None and c_hi is not None and c_hi < c_lo:
+        if len(cons) > MAX_CONTAINS:
+            raise GrammarTooComplex(f"#{cons[0][3]}: more than {MAX_CONTAINS} contains on one array (after allOf)")
+        if any(hi is not None and hi < lo for _c, lo, hi, _p in cons):
             return []
-        neg_c = None if con is None or c_hi is None else self.negate(con[0], con[3])
-        c_cap = (c_hi if c_hi is not None else c_lo)
+        # counted contains: lo..hi each; a count with no maximum saturates at its minimum
+        caps = [hi if hi is not None else lo for _c, lo, hi, _p in cons]
+        negs = [None if hi is None else self.negate(c, cptr) for c, _lo, hi, cptr in cons]
         loop_from = max(len(prefix), m)
         if loop_from > MAX_ITEM_CHAIN or (M is not None and M - loop_from > MAX_ITEM_CHAIN):
             raise GrammarTooComplex(f"#{ptr}: minItems/maxItems need a chain of more than {MAX_ITEM_CHAIN} items")
-        if (loop_from + 2) * (c_cap + 1) > MAX_COUNT_STATES:
+        count_states = math.prod(c + 1 for c in caps)
+        if (loop_from + 2) * count_states > MAX_COUNT_STATES:
             raise GrammarTooComplex(f"#{ptr}: items × contains-count states over budget")
         elem_cache: dict[tuple, str | None] = {}
 
-        def elem(j: int, kind: str) -> str | None:
+        def elem(j: int, kinds: tuple[str, ...]) -> str | None:
+            """The element at position j that is in / out of / either for each contains."""
             pos = j if j < len(prefix) else -1
-            key = (pos, kind)
+            key = (pos, kinds)
             if key not in elem_cache:
                 base = prefix[j] if pos >= 0 else rest
                 bptr = _ptr_join(ptr, 'prefixItems', j) if pos >= 0 else _ptr_join(ptr, 'items')
-                if kind == 'in':
-                    base, bptr = _and(base, con[0]), con[3]
-                elif kind == 'out':
-                    base = _and(base, neg_c)
+                for kind, (c, _lo, _hi, cptr), neg in zip(kinds, cons, negs):
+                    if kind == 'in':
+                        base, bptr = _and(base, c), cptr
+                    elif kind == 'out':
+                        base = _and(base, neg)
                 elem_cache[key] = None if base is False else self.lower(base, bptr, d1)
             return elem_cache[key]
 
-        def choices(j: int, c: int) -> list[tuple[str, int]]:
-            """(element rule, count after it) for the element at position j."""
-            if con is None:
-                e = elem(j, 'any')
-                return [] if e is None else [(e, c)]
+        def choices(j: int, c: tuple[int, ...]) -> list[tuple[str, tuple[int, ...]]]:
+            """(element rule, counts after it) for the element at position j."""
+            options = []
+            for i, (_c, _lo, hi, _p) in enumerate(cons):
+                opts = []
+                if hi is None or c[i] + 1 <= hi:
+                    opts.append(('in', min(c[i] + 1, caps[i])))
+                opts.append(('any' if hi is None else 'out', c[i]))
+                options.append(opts)
             out = []
-            if c_hi is None or c + 1 <= c_hi:
-                e = elem(j, 'in')
+            for combo in itertools.product(*options):
+                e = elem(j, tuple(k for k, _ in combo))
                 if e is not None:
-                    out.append((e, min(c + 1, c_cap)))
-            e = elem(j, 'any' if c_hi is None else 'out')
-            if e is not None:
-                out.append((e, c))
+                    out.append((e, tuple(n for _, n in combo)))
             return out
 
+        lows = tuple(lo for _c, lo, _hi, _p in cons)
+        zero = tuple(0 for _ in cons)
         comma = self.comma(depth)
         rules: dict[tuple, str] = {}
 
-        def after(j: int, c: int) -> str:
-            """Continuation after j >= 1 elements, c of them counted by contains."""
+        def after(j: int, c: tuple[int, ...]) -> str:
+            """Continuation after j >= 1 elements, c[i] of them counted by contains i."""
             if M is None and j > loop_from:
                 j = loop_from if loop_from >= 1 else 1
             if (j, c) in rules:
                 return rules[(j, c)]
             name = rules[(j, c)] = self.g.new_rule('items')
             alts = []
-            if j >= m and c >= c_lo:
+            if j >= m and all(x >= lo for x, lo in zip(c, lows)):
                 alts.append([])
             if M is None or j < M:
                 nxt = j + 1
@@ -1481,10 +1487,10 @@ class Lowerer:
 
         alts = []
         if M is None or M >= 1:
-            for e0, c1 in choices(0, 0):
+            for e0, c1 in choices(0, zero):
                 alts.append([self.punct('[')] + self.open_gap(depth) + [e0, after(1, c1)] + self.close_gap(depth)
                             + [self.punct(']')])
-        if m == 0 and c_lo == 0:
+        if m == 0 and not any(lows):
             alts.append(self.empty_container('[', ']'))
         return alts
 

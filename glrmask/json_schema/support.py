@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .formats import FORMATS
 from .lowering import (ANNOTATIONS, DEFAULT_MAX_INDENT, DEFAULT_MAX_WHITESPACE, MAX_ANY_ORDER_PROPERTIES,
-                       MAX_COUNT_BOUND, MAX_DISTRIBUTION, MAX_ENUM_VALUES, MAX_INDENT_DEPTH, MAX_ITEM_CHAIN,
+                       MAX_CONTAINS, MAX_COUNT_BOUND, MAX_DISTRIBUTION, MAX_ENUM_VALUES, MAX_INDENT_DEPTH, MAX_ITEM_CHAIN,
                        MAX_EXACT_ONE_OF, MAX_NESTING, MAX_REGIONS, MAX_UNIQUE_VALUES, UNSUPPORTED)
 
 SUPPORTED = "supported"
@@ -30,7 +30,7 @@ MATRIX: list[tuple[str, str, str]] = [
      f"as (key absent) ∨ (key present ∧ rule), distributed with the other anyOfs (at most {MAX_DISTRIBUTION} combinations)"),
     ("items / prefixItems", SUPPORTED, "also draft-4 tuple `items` + `additionalItems`; merged by position under allOf"),
     ("minItems / maxItems", SUPPORTED, f"chains of at most {MAX_ITEM_CHAIN} items beyond the prefix/minimum (budget)"),
-    ("contains / minContains / maxContains", SUPPORTED, "items counted by a chain of states; maxContains needs the complement of `contains` (see `not`); one contains per array"),
+    ("contains / minContains / maxContains", SUPPORTED, f"items counted by a chain of states; maxContains needs the complement of `contains` (see `not`); up to {MAX_CONTAINS} contains on one array (allOf) counted together"),
     ("uniqueItems", PARTIAL, f"exact for items with finitely many values (booleans, null, enums of at most {MAX_UNIQUE_VALUES} scalars, no prefixItems); otherwise unsupported"),
     ("anyOf", SUPPORTED, "alternatives; sibling keywords are distributed into each branch"),
     ("oneOf", PARTIAL, "exact when the branches are provably disjoint (types, const/enum values, a required discriminator key with disjoint const/enum, or a closed object — additionalProperties false — against one requiring a key it does not declare), "
