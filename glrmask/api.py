@@ -2,22 +2,24 @@
 
 A ``Mask`` owns everything derived from (grammar, vocabulary) and is safe to share between requests;
 a ``State`` is a small value (a pointer into a persistent history), so ``fork()`` is O(1) and
-``rollback(n)`` just walks back ``n`` links. Masks are packed int32 bitmasks in the layout shared by
+``rollback(n)`` just walks back ``n`` links. On a static mask the state lives in the native runtime
+(:mod:`glrmask.runtime`); on the reference engine (``mode="dynamic"``, and ``mode="auto"`` until its
+compile ends) it is a Python history. Masks are packed int32 bitmasks in the layout shared by
 xgrammar and llguidance: bit ``id % 32`` of word ``id // 32``, ``ceil(n_logits / 32)`` words.
 """
 from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from glrmask_ext.runtime import NativeState
+
 from .budget import activate_budget
 from .collisions import find_lookahead_collisions
-from .reference import DEFAULT_STEP_TRANSITIONS, ConfigSet, DynamicMasker, Recognizer
 from .errors import GlrmaskError
 from .grammar.ir import Grammar
 from .grammar.loader import load_grammar
@@ -25,9 +27,9 @@ from .grammar.normalize import normalize
 from .lexer import Lexer
 from .lexer.dense import DenseLexer
 from .lr.table import LRTable
+from .reference import DEFAULT_STEP_TRANSITIONS, ConfigSet, DynamicMasker, Recognizer
 from .trie import VocabTrie
 from .vocab import Vocab
-from glrmask_ext.runtime import NativeState
 
 MODES = ("static", "dynamic", "auto")
 
@@ -38,10 +40,8 @@ DEFAULT_STATIC_SECONDS = 300.0
 
 class _Engine:
     """The reference engine: the recognizer and the dynamic masker that answers for its
-    configuration sets (``mode="dynamic"``, and ``mode="auto"`` until the static compile ends). A
-    request keeps the engine it started with (its configuration sets only mean something to that
-    recognizer), so ``mode="auto"`` can switch new requests to the static engine while old ones
-    finish."""
+    configuration sets (``mode="dynamic"``, and ``mode="auto"`` until the static compile ends;
+    its requests then move to the native engine at their next mask, :meth:`Mask._switch`)."""
 
     __slots__ = ("recognizer", "masker", "kind")
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import glrmask
-from _engine_support import allowed, random_walk
+from _engine_support import allowed
 from conftest import byte_vocab, tiny_vocab
 
 JSON = Path(__file__).resolve().parents[1] / "grammars" / "json.lark"

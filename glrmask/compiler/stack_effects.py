@@ -26,7 +26,7 @@ several results, a final state carries a *set* of write sequences. The result is
 budgeted: more than ``max_states`` subset states for one terminal raises
 :class:`~glrmask.errors.GrammarTooComplex` naming the terminal.
 
-Semantics of one automaton (what :func:`apply` computes). Walk a concrete stack top-down from state
+Semantics of one automaton (its denotation; tests/test_stack_effects.py runs it). Walk a concrete stack top-down from state
 0. Having consumed ``i`` states and standing in automaton state ``d``: if ``d`` is final, every
 write sequence ``w`` of ``d`` yields a result — the stack with its top ``i`` states removed and
 ``w`` pushed (``w[0]`` first, ``w[-1]`` ends on top). Then read the next state ``p`` (none left:
@@ -70,7 +70,6 @@ __all__ = [
     "EffectAutomaton",
     "StackEffects",
     "StackEffectError",
-    "apply",
 ]
 
 DEFAULT_MAX_STATES = 200_000

@@ -10,7 +10,7 @@ rebuild. Everything else (commit, masks, acceptance) is native.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Optional
+from typing import Callable
 
 import numpy as np
 
