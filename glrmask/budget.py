@@ -53,12 +53,14 @@ DEFAULT_SIZE_LIMITS: dict[str, dict[str, int]] = {
     # normalization: rules after each step (ε-elimination and right-recursion breaking add some).
     # Largest normalized benchmark schema: ~66k symbols in a few thousand rules.
     "normalize": {"max_rules": 200_000},
-    # LR table: closure items precomputed per nonterminal (a chain of n unit rules needs n²/2);
-    # ~80 bytes each. Largest shipped grammar or benchmark schema: ~20k.
+    # LR table: closure items, computed per nonterminal on first use (~80 bytes each); grammars
+    # where every level of an n-deep chain follows a dot need n²/2. Largest shipped grammar or
+    # benchmark schema: ~20k.
     "lr": {"max_closure_items": 1_000_000},
     # lazy lexer: memoized byte transitions (joint and per-terminal lane steps), ~175 bytes each
-    # (8M: ~1.4 GiB); the dense export makes 256 per lexer state and more per live terminal.
-    # A large benchmark schema (kubernetes, 2,263 lexer states): 2.0M.
+    # (8M: ~1.4 GiB); the dense export makes one per byte group (bytes every character class
+    # treats alike) per lexer state and live terminal. A large benchmark schema (kubernetes,
+    # 2,231 lexer states): 1.1M.
     "lexer": {"max_transitions": 8_000_000},
 }
 """Size limits by stage (``limits[stage][name]`` overrides one). Stages with their own keyword
