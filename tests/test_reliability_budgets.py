@@ -62,6 +62,12 @@ def test_the_lexer_transition_budget_is_not_met_by_shipped_grammars(vocab):
     assert mask.start() is not None
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="resident memory is read from /proc")
+def test_resident_memory_growth_is_a_backstop_for_every_stage(vocab):
+    err, _ = too_complex("start: A\nA: /a{100000}/\n", vocab, limits={"max_memory_mb": 64})
+    assert "resident memory grew by more than 64 MiB" in str(err) and "max_memory_mb" in str(err)
+
+
 # ---------------------------------------------------------------- time: lexer export and minimization
 STAGE_OVER_TIME = r"^(lexer|terminal DWA|parser DWA|stack effects)[^:]*: .*took more than {:g} s \(limit max_seconds\)"
 
