@@ -137,6 +137,16 @@ def test_a_5000_rule_chain_compiles(vocab):
     assert state.commit_bytes(b"x") and state.is_accepting()
 
 
+def test_large_lark_repetitions_honour_the_deadline_in_the_lr_item_sets(vocab):
+    # found by the fuzz suite: few item sets, each with a very large closure
+    src = ('start: r0\nT1: "a"\nr0: T1~2 | ("a"~0..3 "b"~0..3 T1* r1~2)? | ","~0..3 T1\n'
+           'r1: ("," /[0-9]+/ r0~500) | (r0~500 "b"+ "," T1~0..3)~0..3 | ("b"*)~0..3\n')
+    budget = 2.0
+    err, elapsed = too_complex(src, vocab, limits={"max_seconds": budget})
+    assert "max_seconds" in str(err)
+    assert elapsed < budget * 1.5 + MARGIN_S
+
+
 def test_the_deadline_covers_the_front_end_and_the_lr_stages(vocab):
     budget = 1.0
     err, elapsed = too_complex(chain(5000), vocab, mode="dynamic", limits={"max_seconds": budget})

@@ -371,10 +371,8 @@ class _Builder:
         work: deque[int] = deque([0])
         queued = {0}
         budget = current_budget()
-        steps = 0
         while work:
-            steps += 1
-            budget.tick("LR table (item sets)", steps)
+            budget.check("LR table (item sets)")  # every step: one closure can be large
             s = work.popleft()
             queued.discard(s)
             for kern in self.successors(self.closure(kernels[s])).values():
@@ -426,8 +424,8 @@ class _Builder:
         trans: list[dict[int, int]] = []
         reduces: list[dict[int, list[int]]] = []
         budget = current_budget()
-        for i_kern, kern in enumerate(kernels):
-            budget.tick("LR table (rows)", i_kern)
+        for kern in kernels:
+            budget.check("LR table (rows)")
             items = self.closure(kern)
             trans.append(
                 {sym: index[self._key(succ, lalr)] for sym, succ in self.successors(items).items()}
