@@ -18,7 +18,7 @@ import numpy as np
 
 from glrmask_ext.runtime import NativeState
 
-from .budget import activate_budget
+from .budget import DEFAULT_MAX_SECONDS, activate_budget
 from .collisions import find_lookahead_collisions
 from .errors import GlrmaskError
 from .grammar.ir import Grammar
@@ -32,10 +32,6 @@ from .trie import VocabTrie
 from .vocab import Vocab
 
 MODES = ("static", "dynamic", "auto")
-
-DEFAULT_STATIC_SECONDS = 300.0
-"""Default wall-time budget of a static compile (``limits["max_seconds"]``): a clear
-``GrammarTooComplex`` instead of a compile that seems to hang."""
 
 
 class _Engine:
@@ -306,7 +302,7 @@ class Mask:
 
         limits = self._limits
         t0 = time.perf_counter()
-        max_seconds = limits.get("max_seconds", DEFAULT_STATIC_SECONDS)
+        max_seconds = limits.get("max_seconds", DEFAULT_MAX_SECONDS)
         deadline = None if max_seconds is None else t0 + max_seconds
         dense = DenseLexer.from_lexer(self._lazy_lexer, **{"max_seconds": max_seconds, **limits.get("lexer", {})})
         info = {"states": dense.n_states, "conditions": dense.n_conds}
@@ -617,10 +613,12 @@ def compile(
 ) -> Mask:
     """Compile a grammar (text, or a path to a .lark/.gbnf/.ebnf file) against ``vocab``.
 
-    ``mode``: see :class:`Mask`. ``limits``: budgets that end in :class:`GrammarTooComplex` —
-    ``max_seconds`` for the whole static compile (default ``DEFAULT_STATIC_SECONDS``; ``None``: no
-    limit) and per-stage dicts of keyword limits (``lexer``, ``terminal_dwa``, ``parser_dwa``,
-    ``expand``). ``cache_dir``: reuse static compiles across processes (keyed by
+    ``mode``: see :class:`Mask`. ``limits``: budgets that end in :class:`GrammarTooComplex` naming
+    the stage and the limit (:mod:`glrmask.budget` lists them and their defaults) —
+    ``max_seconds`` for the whole compile (default 300; ``None``: no limit), ``max_memory_mb``
+    (resident-memory growth), and per-stage dicts: ``grammar``, ``normalize``, ``lr``, ``lexer``,
+    ``terminal_dwa``, ``parser_dwa``, and ``dynamic`` (``max_step_transitions``: the per-mask fuel of
+    the reference engine). ``cache_dir``: reuse static compiles across processes (keyed by
     grammar, vocabulary, options and glrmask version; see :class:`glrmask.compile_cache.CompileCache`).
     ``on_stage(name, seconds, info)`` reports each compile stage as it ends."""
     with activate_budget(limits):  # one deadline and memory budget for every stage, front-end included

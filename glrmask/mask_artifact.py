@@ -62,7 +62,9 @@ def save_mask(mask, path: "str | os.PathLike[str]") -> None:
         "n_logits": int(mask.vocab.n_logits),
         "grammar": mask.grammar.to_json(),
         "warnings": list(mask.warnings),
-        "stages": [[name, _jsonable(info)] for name, info in mask.stats.items()],
+        # sizes only: wall-clock timings would make two compiles of one grammar differ in bytes
+        "stages": [[name, _jsonable({k: v for k, v in info.items() if k != "seconds"})]
+                   for name, info in mask.stats.items() if isinstance(info, dict)],
     }
     write_artifact(path, kind=ARTIFACT_KIND, meta=meta, arrays=arrays)
 
