@@ -1408,82 +1408,87 @@ def expansion_tables(const int32_t[::1] class_of_orig, int n_classes, int64_t n_
             "cls_cost": cls_cost, "n_words": np.int64(n_words)}
 
 
-cdef class FillBatch:
-    """One batch fill: row ``i`` of ``out`` <- the mask of ``states[i]``. :meth:`run` fills a
-    range of rows with the GIL released, so several Python threads can share one batch (each
-    state's family lock keeps a state and its forks consistent; requests never wait for each
-    other); :meth:`finish` reports the rows that need the reference fallback (left zeroed)."""
+cdef class _Batch:
+    """One batch of native states: :meth:`run` works on a range of rows with the GIL released, so
+    several Python threads can share one batch (each state's family lock keeps a state and its
+    forks consistent; different requests never wait for each other)."""
 
     cdef Job* jobs
     cdef Py_ssize_t n
-    cdef Py_ssize_t words
-    cdef uint32_t* base
     cdef object _keep
 
-    def __cinit__(self, list states, uint32_t[:, ::1] out):
+    cdef void _init(self, list states, Py_ssize_t words, object keep) except *:
         self.n = len(states)
-        self.words = out.shape[1]
-        if out.shape[0] < self.n:
-            raise ValueError(f"out has {out.shape[0]} rows for {self.n} states")
-        self.jobs = _jobs(states, self.words)
-        self.base = &out[0, 0] if self.n else NULL
-        self._keep = (states, out)
+        self.jobs = _jobs(states, words)
+        self._keep = keep
 
     def __dealloc__(self):
         free(self.jobs)
 
+    cdef void _rows(self, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+        pass
+
     def run(self, Py_ssize_t lo, Py_ssize_t hi) -> None:
-        cdef Py_ssize_t i
         if lo < 0 or hi > self.n or lo > hi:
             raise ValueError("row range out of bounds")
         with nogil:
-            for i in range(lo, hi):
-                _fill_one(&self.jobs[i], self.base + i * self.words, self.words)
+            self._rows(lo, hi)
 
-    def finish(self) -> list:
+    cdef void _check(self, str what) except *:
         cdef Py_ssize_t i
         for i in range(self.n):
             if self.jobs[i].code == R_NOMEM:
-                raise MemoryError("glrmask runtime: out of memory in fill_masks")
+                raise MemoryError(f"glrmask runtime: out of memory in {what}")
+
+
+cdef class FillBatch(_Batch):
+    """Row ``i`` of ``out`` <- the mask of ``states[i]``; :meth:`finish` reports the rows that need
+    the reference fallback (left zeroed)."""
+
+    cdef Py_ssize_t words
+    cdef uint32_t* base
+
+    def __cinit__(self, list states, uint32_t[:, ::1] out):
+        if out.shape[0] < len(states):
+            raise ValueError(f"out has {out.shape[0]} rows for {len(states)} states")
+        self.words = out.shape[1]
+        self._init(states, self.words, (states, out))
+        self.base = &out[0, 0] if self.n else NULL
+
+    cdef void _rows(self, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+        cdef Py_ssize_t i
+        for i in range(lo, hi):
+            _fill_one(&self.jobs[i], self.base + i * self.words, self.words)
+
+    def finish(self) -> list:
+        self._check("fill_masks")
         return [i for i in range(self.n) if self.jobs[i].code == R_FALLBACK]
 
 
-cdef class CommitBatch:
-    """One batch commit: ``states[i].commit(tokens[i])``; :meth:`run` commits a range of rows
-    with the GIL released, :meth:`finish` moves the states and returns the results."""
+cdef class CommitBatch(_Batch):
+    """``states[i].commit(tokens[i])`` (tokens checked by the caller); :meth:`finish` moves the
+    states and returns the results (uint8: 1 committed, 0 refused)."""
 
-    cdef Job* jobs
-    cdef Py_ssize_t n
     cdef const int64_t* tokens
-    cdef object _keep
 
     def __cinit__(self, list states, const int64_t[::1] tokens):
-        self.n = len(states)
-        if tokens.shape[0] != self.n:
-            raise ValueError(f"{self.n} states but {tokens.shape[0]} tokens")
-        self.jobs = _jobs(states, -1)
+        if tokens.shape[0] != len(states):
+            raise ValueError(f"{len(states)} states but {tokens.shape[0]} tokens")
+        self._init(states, -1, (states, tokens))
         self.tokens = &tokens[0] if self.n else NULL
-        self._keep = (states, tokens)
 
-    def __dealloc__(self):
-        free(self.jobs)
-
-    def run(self, Py_ssize_t lo, Py_ssize_t hi) -> None:
+    cdef void _rows(self, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
         cdef Py_ssize_t i
-        if lo < 0 or hi > self.n or lo > hi:
-            raise ValueError("row range out of bounds")
-        with nogil:
-            for i in range(lo, hi):
-                _commit_one(&self.jobs[i], self.tokens[i])
+        for i in range(lo, hi):
+            _commit_one(&self.jobs[i], self.tokens[i])
 
     def finish(self):
         cdef Py_ssize_t i
+        self._check("commit_many")
         res = np.zeros(self.n, dtype=np.uint8)
         cdef uint8_t[::1] rv = res
         states = self._keep[0]
         for i in range(self.n):
-            if self.jobs[i].code == R_NOMEM:
-                raise MemoryError("glrmask runtime: out of memory in commit_many")
             if self.jobs[i].code == R_OK:
                 (<NativeState>states[i]).head = self.jobs[i].head
                 rv[i] = 1
