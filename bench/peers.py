@@ -21,6 +21,7 @@ benchmark reports "not installed" instead of failing.
 """
 from __future__ import annotations
 
+import abc
 import base64
 import functools
 import gc
@@ -229,20 +230,24 @@ class Compiled:
         return self.compile_ns + self.first_mask_ns
 
 
-class Engine:
-    """An engine: ``name`` for tables, ``version`` for the record; see the module docstring."""
+class Engine(abc.ABC):
+    """An engine: ``name`` for tables, ``version`` for the record; see the module docstring.
+    Each peer implements :meth:`compile`, and :meth:`request` or :meth:`replay`."""
 
     name = "?"
     version = "?"
 
+    @abc.abstractmethod
     def compile(self, kind: str, source: Any) -> Compiled:
-        raise NotImplementedError
+        """Compile ``source`` (``kind``: "lark" or "json_schema"), timed."""
 
     def replay(self, compiled: Compiled, docs: Sequence[Sequence[int]]) -> ReplayResult:
         return time_replays(functools.partial(self.request, compiled.handle), docs)
 
     def request(self, handle: Any) -> Request:
-        raise NotImplementedError
+        """A fresh request on a compiled handle, for engines that replay in this process (one that
+        replays in its own worker, GLRMask-Rust, overrides :meth:`replay` instead)."""
+        raise TypeError(f"{self.name} has no in-process requests: it replays in its worker")
 
     def release(self, compiled: Compiled) -> None:
         """Drop what the engine holds for ``compiled`` (the worker frees its handle)."""

