@@ -1372,7 +1372,7 @@ def expansion_tables(const int32_t[::1] class_of_orig, int n_classes, int64_t n_
         c = class_of_orig[j]
         if c >= 0:
             ptr[c + 1] += 1
-    counts = np.diff(cls_ptr).astype(np.int64)
+    counts = cls_ptr[1:].astype(np.int64)  # before the prefix sum: ptr[c + 1] is class c's size
     for c in range(n_classes):
         ptr[c + 1] += ptr[c]
     cls_ids = np.empty(ptr[n_classes], dtype=np.int32)

@@ -329,3 +329,39 @@ def test_tiny_vocabularies_work_natively():
     state = mask.start()
     assert allowed(mask.get_mask(state)) == {0, 2}
     assert state.commit(2) and state.is_accepting()
+
+
+def test_expansion_tables_list_each_class_and_make_exactly_the_big_ones_dense():
+    """The class → token tables the mask expansion reads (built at load): every token under its
+    class in ascending order, a dense row for each class with at least ``dense_min`` tokens and
+    for the union of all classes, costs that add up."""
+    from glrmask_ext.runtime import expansion_tables
+
+    rng = np.random.default_rng(0)
+    n_classes, n_logits, dense_min = 7, 5000, 300
+    sizes = [1200, 3, 310, 0, 50, 299, 900]
+    class_of = np.full(n_logits - 10, -1, dtype=np.int32)
+    ids = rng.permutation(len(class_of))
+    at = 0
+    for c, k in enumerate(sizes):
+        class_of[ids[at:at + k]] = c
+        at += k
+    t = expansion_tables(class_of, n_classes, n_logits, dense_min)
+    n_words = (n_logits + 31) // 32
+    assert t["cls_ptr"].tolist() == np.concatenate([[0], np.cumsum(sizes)]).tolist()
+    for c in range(n_classes):
+        members = t["cls_ids"][t["cls_ptr"][c]:t["cls_ptr"][c + 1]]
+        assert members.tolist() == np.flatnonzero(class_of == c).tolist()
+    dense = [c for c in range(n_classes) if t["cls_dense"][c] >= 0]
+    assert dense == [c for c, k in enumerate(sizes) if k >= dense_min] == [0, 2, 6]
+
+    def row_ids(r):
+        bits = np.unpackbits(t["dense_rows"][r].view(np.uint8), bitorder="little")
+        return np.flatnonzero(bits).tolist()
+
+    for c in dense:
+        assert row_ids(t["cls_dense"][c]) == np.flatnonzero(class_of == c).tolist()
+    assert row_ids(t["cls_dense"][n_classes]) == np.flatnonzero(class_of >= 0).tolist()
+    cost = t["cls_cost"]
+    assert [cost[c] for c in range(n_classes) if c not in dense] == [k for c, k in enumerate(sizes) if c not in dense]
+    assert all(cost[c] == max(1, n_words // 8) for c in dense) and cost[n_classes] == cost[:n_classes].sum()
