@@ -323,6 +323,11 @@ class Mask:
         from .runtime import NativeEngine, runtime_arrays_from_stored
 
         arrays = runtime_arrays_from_stored(stored, dense, self.table, self.grammar.ignore, self.vocab, self._eos)
+        max_stacks = self._limits.get("runtime", {}).get("max_stacks")
+        if max_stacks is not None:
+            if isinstance(max_stacks, bool) or not isinstance(max_stacks, int) or max_stacks < 1:
+                raise ValueError(f"limits['runtime']['max_stacks'] must be a positive integer, got {max_stacks!r}")
+            arrays["max_stacks"] = np.int64(max_stacks)
         self._stored = stored
         self._dense_lexer = dense
         return NativeEngine(arrays, lambda: Recognizer(self.grammar, self.table, dense, restrict_lexer=False),
@@ -617,8 +622,9 @@ def compile(
     the stage and the limit (:mod:`glrmask.budget` lists them and their defaults) —
     ``max_seconds`` for the whole compile (default 300; ``None``: no limit), ``max_memory_mb``
     (resident-memory growth), and per-stage dicts: ``grammar``, ``normalize``, ``lr``, ``lexer``,
-    ``terminal_dwa``, ``parser_dwa``, and ``dynamic`` (``max_step_transitions``: the per-mask fuel of
-    the reference engine). ``cache_dir``: reuse static compiles across processes (keyed by
+    ``terminal_dwa``, ``parser_dwa``, ``dynamic`` (``max_step_transitions``: the per-mask fuel of
+    the reference engine) and ``runtime`` (``max_stacks``: parser stacks one native step may keep,
+    default 100,000). ``cache_dir``: reuse static compiles across processes (keyed by
     grammar, vocabulary, options and glrmask version; see :class:`glrmask.compile_cache.CompileCache`).
     ``on_stage(name, seconds, info)`` reports each compile stage as it ends."""
     with activate_budget(limits):  # one deadline and memory budget for every stage, front-end included

@@ -65,10 +65,17 @@ OK = 0
 REJECTED = 1
 NEEDS_FALLBACK = 2
 OUT_OF_MEMORY = 3
+TOO_MANY_STACKS = 4
 DEF R_OK = 0
 DEF R_REJECTED = 1
 DEF R_FALLBACK = 2
 DEF R_NOMEM = 3
+DEF R_TOOBIG = 4
+DEF TOOBIG = -2  # internal return value: a step exceeded max_stacks
+
+DEFAULT_MAX_STACKS = 100_000
+"""Stack tops (over all lanes) one step may produce: an ambiguous grammar whose parses multiply
+ends that request with a clear error instead of filling memory (``limits["runtime"]``)."""
 
 # token kinds
 DEF K_TEXT = 0
@@ -153,6 +160,7 @@ ctypedef struct CTables:
     const int32_t* d_accept
     const uint64_t* weights
     int32_t cw
+    int64_t max_stacks
     const int32_t* cond_fail
     # expansion classes -> original ids
     int32_t n_classes
@@ -176,6 +184,17 @@ ctypedef struct CTables:
     uint64_t* slot_key
     uint32_t* slot_words
     uint8_t* slot_used
+
+
+cdef void _raise(int code, str what, int64_t max_stacks) except *:
+    """The error of a failed native step: out of memory, or more parser stacks than allowed."""
+    if code == R_TOOBIG:
+        from glrmask.errors import GrammarTooComplex
+
+        raise GrammarTooComplex(
+            f"runtime ({what}): one step would keep more than {max_stacks} parser stacks (an ambiguous "
+            f"grammar whose parses multiply; limit max_stacks, limits={{'runtime': {{'max_stacks': N}}}})")
+    raise MemoryError(f"glrmask runtime: out of memory in {what}")
 
 
 cdef int64_t _scalar(object a) except? -1:
@@ -252,6 +271,7 @@ cdef class Tables:
         t.dense_rows = <const uint32_t*>cnp.PyArray_DATA(g["dense_rows"])
         t.cls_cost = _i32(g["cls_cost"])
         t.cost_direct = <int64_t>(t.n_words // 4 + 16)
+        t.max_stacks = <int64_t>_scalar(g["max_stacks"]) if "max_stacks" in g else DEFAULT_MAX_STACKS
         t.vocab_size = <int32_t>g["tok_kind"].shape[0]
         t.tok_bytes = <const uint8_t*>cnp.PyArray_DATA(g["tok_bytes"])
         t.tok_off = <const int64_t*>cnp.PyArray_DATA(g["tok_off"])
@@ -799,6 +819,8 @@ cdef int _step_byte(const CTables* t, CFamily* f, const int32_t* lanes, int32_t 
                 cv.n = k
     if f.s_idx.n == 0:
         return 0
+    if f.s_idx.n > t.max_stacks:
+        return TOOBIG
     return _build_lanes(f, dst)
 
 
@@ -900,6 +922,8 @@ cdef int _commit(const CTables* t, CFamily* f, int32_t rec, const uint8_t* data,
         new_rec[0] = <int32_t>(f.rec_snap.n - 1)
         return R_OK
     r = _step_bytes(t, f, f.pool.d + f.rec_snap.d[rec], data, n)
+    if r == TOOBIG:
+        return R_TOOBIG
     if r < 0:
         return R_NOMEM
     if r == 0:
@@ -1155,8 +1179,8 @@ cdef class NativeState:
             else:
                 r = _commit(t, f, head, p, n, 0, &nr)
             PyThread_release_lock(lock)
-        if r == R_NOMEM:
-            raise MemoryError("glrmask runtime: out of memory in commit")
+        if r == R_NOMEM or r == R_TOOBIG:
+            _raise(r, "commit", t.max_stacks)
         if r == R_OK:
             self.head = nr
             return True
@@ -1191,7 +1215,7 @@ cdef class NativeState:
                 r = _step_bytes(t, f, f.pool.d + f.rec_snap.d[head], p, n)
             PyThread_release_lock(lock)
         if r < 0:
-            raise MemoryError("glrmask runtime: out of memory")
+            _raise(R_TOOBIG if r == TOOBIG else R_NOMEM, "commit_bytes", t.max_stacks)
         return r > 0
 
     def is_accepting(self) -> bool:
@@ -1437,8 +1461,8 @@ cdef class _Batch:
     cdef void _check(self, str what) except *:
         cdef Py_ssize_t i
         for i in range(self.n):
-            if self.jobs[i].code == R_NOMEM:
-                raise MemoryError(f"glrmask runtime: out of memory in {what}")
+            if self.jobs[i].code == R_NOMEM or self.jobs[i].code == R_TOOBIG:
+                _raise(self.jobs[i].code, what, self.jobs[i].t.max_stacks)
 
 
 cdef class FillBatch(_Batch):

@@ -60,3 +60,26 @@ def test_commit_bytes_of_a_str_is_a_type_error(vocab, mode):
     mask = glrmask.compile('start: "1"', vocab, mode=mode)
     with pytest.raises(TypeError, match="bytes"):
         mask.start().commit_bytes("1")
+
+
+def test_an_ambiguous_grammar_whose_stacks_multiply_ends_in_a_clear_error(vocab):
+    """``e: e e | "a"`` keeps one parser stack per way to split the text so far: past
+    ``max_stacks`` the request ends in ``GrammarTooComplex`` naming the limit, never in memory
+    growing without bound; the state stays where it was."""
+    mask = glrmask.compile('start: e\ne: e e | "a"', vocab, limits={"runtime": {"max_stacks": 8}})
+    state = mask.start()
+    a = vocab.encode("a")[0]
+    with pytest.raises(glrmask.GrammarTooComplex, match="max_stacks"):
+        for _ in range(64):
+            state.commit(a)
+    depth = state.num_committed
+    assert depth > 0 and mask.get_mask(state).any()
+    roomy = glrmask.compile('start: e\ne: e e | "a"', vocab)
+    s = roomy.start()
+    for _ in range(depth + 1):
+        assert s.commit(a)
+
+
+def test_max_stacks_must_be_a_positive_integer(vocab):
+    with pytest.raises(ValueError, match="max_stacks"):
+        glrmask.compile('start: "a"', vocab, limits={"runtime": {"max_stacks": 0}})
