@@ -70,9 +70,9 @@ class NativeEngine:
     def fill_fallback(self, native_state, out: np.ndarray) -> None:
         """The mask of a configuration the Parser DWA does not cover, from the reference masker
         (``out``: int32 words; end tokens added by the caller's acceptance check)."""
-        rec, masker = self._fallback_parts()
-        self.n_fallbacks += 1
-        with self._fallback_lock:
+        masker = self._fallback_parts()[1]
+        with self._fallback_lock:  # the reference's memo tables are not thread-safe
+            self.n_fallbacks += 1
             words = masker.token_words(self.config_set(native_state))
         out[:] = 0
         out[: self.n_words] = words
