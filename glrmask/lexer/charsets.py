@@ -276,13 +276,42 @@ class ByteClass:
     continuation bytes to read and the set of 6k-bit suffix values still accepted.
     """
 
-    __slots__ = ("cps", "_keys", "_ids", "_trans")
+    __slots__ = ("cps", "_keys", "_ids", "_trans", "_cont_keys")
 
     def __init__(self, cps: Intervals):
         self.cps = cps
         self._keys: list[tuple[int, Intervals]] = [(-1, cps)]
         self._ids: dict[tuple[int, Intervals], int] = {}
         self._trans: list[dict[int, int]] = [{}]
+        self._cont_keys: tuple | None = None
+
+    def continuation_keys(self) -> tuple:
+        """For each continuation byte ``0x80 + i``, a value equal for two such bytes iff the
+        class steps them to the same result from every mid-character state it can reach (from
+        the start state every continuation byte is DEAD): the exact test for "this class never
+        tells the two bytes apart" (:meth:`Program.byte_groups`). Mid states are compared by
+        their ``(bytes left, suffix set)`` keys, so the answer does not depend on the order in
+        which states happen to have been interned."""
+        if self._cont_keys is None:
+            seen = {0}
+            order = [0]
+            i = 0
+            while i < len(order):  # every reachable state (the automaton is acyclic and small)
+                s = order[i]
+                i += 1
+                for b in range(256):
+                    r = self.step(s, b)
+                    if r >= 0 and r not in seen:
+                        seen.add(r)
+                        order.append(r)
+            mids = sorted(order[1:], key=lambda s: self._keys[s])
+
+            def key(r: int):
+                return r if r < 0 else self._keys[r]
+
+            self._cont_keys = tuple(
+                tuple(key(self.step(m, b)) for m in mids) for b in range(0x80, 0xC0))
+        return self._cont_keys
 
     def _intern(self, k: int, sub: Intervals) -> int:
         key = (k, sub)

@@ -365,31 +365,52 @@ def _explore_states(lexer: Lexer, start_states: Iterable[int] | None, max_states
         visit(q)
     ev_ids: dict[tuple, int] = {(): 0}
     ev_lists: list[tuple] = [()]
+    # per state: the byte -> class map (one list object per set of live terminals, so the rows
+    # are expanded to 256 columns in one gather per distinct map at the end) and, per class, the
+    # target and the event list
+    cls_of: list[int] = []
+    maps: list[list[int]] = []
+    map_ids: dict[int, int] = {}
     rows_t: list[list[int]] = []
     rows_e: list[list[int]] = []
-    step = lexer.step
-    groups = lexer.byte_groups  # one step per group of bytes every state treats alike
+    lexer_row = lexer.row  # all transitions of a state, one per class of bytes it treats alike
     while queue:
         check.tick(f"lexer DFA export (after {len(states)} lexer states)", len(rows_t))
         q = queue.popleft()
-        rt = [DEAD] * 256
-        re_ = [0] * 256
-        for group in groups:
-            q2, ev = step(q, group[0])
-            target = visit(q2) if q2 != DEAD else DEAD
+        cls, results = lexer_row(q)
+        m = map_ids.get(id(cls))
+        if m is None:
+            m = map_ids[id(cls)] = len(maps)
+            maps.append(cls)
+        cls_of.append(m)
+        rt = []
+        re_ = []
+        # classes ascend by smallest byte: successors are met in the order a walk over all 256
+        # bytes meets them, so the exploration order (and the canonical ids) do not depend on
+        # how bytes are grouped
+        for q2, ev in results:
+            rt.append(visit(q2) if q2 != DEAD else DEAD)
             k = 0
             if ev:
                 k = ev_ids.get(ev)
                 if k is None:
                     k = ev_ids[ev] = len(ev_lists)
                     ev_lists.append(ev)
-            for b in group:
-                rt[b] = target
-                re_[b] = k
+            re_.append(k)
         rows_t.append(rt)
         rows_e.append(re_)
-    trans = np.array(rows_t, dtype=np.int64).reshape(len(states), 256)
-    evs = np.array(rows_e, dtype=np.int64).reshape(len(states), 256)
+    n = len(states)
+    trans = np.empty((n, 256), dtype=np.int64)
+    evs = np.empty((n, 256), dtype=np.int64)
+    which = np.asarray(cls_of, dtype=np.int64)
+    for m, cls in enumerate(maps):
+        members = np.flatnonzero(which == m)
+        idx = np.asarray(cls, dtype=np.int64)
+        width = int(idx.max()) + 1
+        t_rows = np.array([rows_t[i] for i in members.tolist()], dtype=np.int64).reshape(-1, width)
+        e_rows = np.array([rows_e[i] for i in members.tolist()], dtype=np.int64).reshape(-1, width)
+        trans[members] = t_rows[:, idx]
+        evs[members] = e_rows[:, idx]
     return states, trans, evs, ev_lists
 
 

@@ -32,7 +32,7 @@ familiar bytes is a chain of dict lookups; the sizes are bounded by ``max_states
 from __future__ import annotations
 
 from collections import deque
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
 from glrmask.budget import current_budget
 from glrmask.errors import GrammarTooComplex, RegexError
@@ -90,6 +90,27 @@ class Lexer:
         self.byte_groups: tuple[tuple[int, ...], ...] = self.prog.byte_groups()
         """Bytes every state steps alike (:meth:`Program.byte_groups`), representative first."""
         self._reps: tuple[int, ...] = tuple(g[0] for g in self.byte_groups)
+        # Per terminal, the bytes its own classes cannot tell apart: a lane (with its atoms,
+        # trackers and conditions) is stepped and memoized once per group of *its* partition —
+        # a keyword literal has a handful of groups where the whole grammar has a hundred.
+        self._gid: list[list[int]] = []  # terminal -> byte -> group
+        self._grep: list[tuple[int, ...]] = []  # terminal -> group -> representative byte
+        by_classes: dict[tuple[int, ...], tuple[list[int], tuple[int, ...]]] = {}
+        for term in self.terms:
+            hit = by_classes.get(term.classes)
+            if hit is None:
+                gid = [0] * 256
+                groups = self.prog.byte_groups(term.classes)
+                for k, g in enumerate(groups):
+                    for b in g:
+                        gid[b] = k
+                hit = by_classes[term.classes] = (gid, tuple(g[0] for g in groups))
+            self._gid.append(hit[0])
+            self._grep.append(hit[1])
+        # joint states step alike on the bytes that every live lane's partition puts together:
+        # per set of live terminals, byte -> class and the classes' representatives
+        self._parts: dict[tuple[int, ...], tuple[list[int], tuple[int, ...]]] = {}
+        self._spreads: dict[tuple[int, ...], list[list[list[int]]]] = {}
         # atoms: (positive, open body paths {(pc or -1, condset)}, trackers or None);
         # condsets: frozensets of atom ids
         self._atoms: list[tuple[bool, frozenset[tuple[int, int]], tuple | None]] = []
@@ -110,9 +131,9 @@ class Lexer:
         n = len(terminals)
         self._ts: list[list[tuple]] = [[] for _ in range(n)]
         self._ts_ids: list[dict[tuple, int]] = [{} for _ in range(n)]
-        self._ts_step: list[dict[tuple[int, int], tuple[int, tuple[Event, ...]]]] = [
-            {} for _ in range(n)
-        ]
+        # lane steps: per terminal, per lane state, one entry per byte group of the terminal
+        self._ts_rows: list[list[list]] = [[] for _ in range(n)]
+        self._ts_live: list[list[Optional[list]]] = [[] for _ in range(n)]
         self._ts_total = 0
         self._n_trans = 0  # memoized byte transitions (joint and lane), see _transition_added
         self._ts_future: list[dict[int, bool]] = [{} for _ in range(n)]
@@ -126,7 +147,10 @@ class Lexer:
         # sparse, because after a byte or two most terminals of a large grammar are dead
         self._js: list[tuple[tuple[int, int], ...]] = []
         self._js_ids: dict[tuple[tuple[int, int], ...], int] = {}
-        self._js_step: dict[tuple[int, int], tuple[int, tuple[Event, ...]]] = {}
+        # joint steps: per state, its byte -> class list (shared by the states with the same live
+        # terminals) and one memo entry per class; both None until the state is first stepped
+        self._js_cls: list[Optional[list[int]]] = []
+        self._js_rows: list[Optional[list]] = []
         init = tuple((t, ts) for t, ts in ((t, self._initial_lane(t)) for t in range(n)) if ts >= 0)
         self.initial: int = self._intern_joint(init)
 
@@ -153,8 +177,13 @@ class Lexer:
         (``TRUE`` = unconditionally)."""
         if state < 0:
             return -1, ()
-        key = (state, byte)
-        hit = self._js_step.get(key)
+        row = self._js_rows[state]
+        if row is None:
+            cls, reps = self._partition(state)
+            row = self._js_rows[state] = [None] * len(reps)
+            self._js_cls[state] = cls
+        k = self._js_cls[state][byte]
+        hit = row[k]
         if hit is not None:
             return hit
         nxt = []
@@ -165,9 +194,106 @@ class Lexer:
                 nxt.append((t, ts2))
             events.extend(ev)
         res = (self._intern_joint(tuple(nxt)), tuple(events))
-        self._js_step[key] = res
+        row[k] = res
         self._transition_added()
         return res
+
+    def row(self, state: int) -> tuple[list[int], list[tuple[int, tuple[Event, ...]]]]:
+        """All of ``state``'s transitions at once: ``(class of each byte, result of each
+        class)``, with :meth:`byte_classes`' classes — ``step(state, b) == results[cls[b]]``.
+        Cheaper than a :meth:`step` per class: each live lane contributes only on the bytes where
+        it survives or reports an event (a keyword literal: one or two of the classes), so the
+        cost is the lanes' live entries, not classes times lanes."""
+        cls, reps = self.byte_classes(state)
+        row = self._js_rows[state]
+        if all(x is not None for x in row):
+            return cls, row
+        spread = self._spread(tuple(t for t, _ in self._js[state]))
+        nxt: list[list[tuple[int, int]]] = [[] for _ in reps]
+        evs: list[list[Event]] = [[] for _ in reps]
+        for i, (t, ts) in enumerate(self._js[state]):
+            to_classes = spread[i]
+            for g, ts2, ev in self._lane_live(t, ts):
+                for k in to_classes[g]:
+                    if ts2 >= 0:
+                        nxt[k].append((t, ts2))
+                    if ev:
+                        evs[k].extend(ev)
+        intern = self._intern_joint
+        for k in range(len(reps)):
+            if row[k] is None:
+                row[k] = (intern(tuple(nxt[k])), tuple(evs[k]))
+                self._transition_added()
+        return cls, row
+
+    def _spread(self, terms: tuple[int, ...]) -> list[list[list[int]]]:
+        """For the live terminals ``terms`` of a joint state: per terminal (in order), per byte
+        group of the terminal, the joint byte classes it covers (ascending)."""
+        hit = self._spreads.get(terms)
+        if hit is None:
+            cls = self._partition_of(terms)[0]
+            hit = []
+            for t in terms:
+                gid = self._gid[t]
+                per: list[list[int]] = [[] for _ in self._grep[t]]
+                for b in range(256):
+                    lst = per[gid[b]]
+                    if not lst or lst[-1] != cls[b]:
+                        if cls[b] not in lst:
+                            lst.append(cls[b])
+                for lst in per:
+                    lst.sort()
+                hit.append(per)
+            self._spreads[terms] = hit
+        return hit
+
+    def _lane_live(self, t: int, ts: int) -> list[tuple[int, int, tuple[Event, ...]]]:
+        """A lane's transitions that matter: ``(group, lane state', events)`` for each byte
+        group of its terminal on which it survives or reports an event."""
+        live = self._ts_live[t]
+        hit = live[ts]
+        if hit is None:
+            hit = []
+            for g, b in enumerate(self._grep[t]):
+                ts2, ev = self._lane_step(t, ts, b)
+                if ts2 >= 0 or ev:
+                    hit.append((g, ts2, ev))
+            live[ts] = hit
+        return hit
+
+    def byte_classes(self, state: int) -> tuple[list[int], tuple[int, ...]]:
+        """The bytes ``state`` steps alike: ``(class of each byte, representative of each
+        class)``, classes numbered by their smallest byte (the representative). Every byte of a
+        class gives the same :meth:`step` result — each class is a union of
+        :attr:`byte_groups`, merged where no live terminal tells them apart — so an exploration
+        steps once per class. DEAD has one class."""
+        if state < 0:
+            return [0] * 256, (0,)
+        if self._js_cls[state] is None:
+            cls, reps = self._partition(state)
+            self._js_rows[state] = [None] * len(reps)
+            self._js_cls[state] = cls
+        return self._js_cls[state], self._parts[tuple(t for t, _ in self._js[state])][1]
+
+    def _partition(self, state: int) -> tuple[list[int], tuple[int, ...]]:
+        return self._partition_of(tuple(t for t, _ in self._js[state]))
+
+    def _partition_of(self, terms: tuple[int, ...]) -> tuple[list[int], tuple[int, ...]]:
+        hit = self._parts.get(terms)
+        if hit is None:
+            gids = self._gid
+            distinct = {id(gids[t]): gids[t] for t in terms}  # terminals sharing classes share one
+            ids: dict[tuple[int, ...], int] = {}
+            cls = [0] * 256
+            reps: list[int] = []
+            for b, key in enumerate(zip(*distinct.values()) if distinct else [()] * 256):
+                k = ids.get(key)
+                if k is None:
+                    k = ids[key] = len(reps)
+                    reps.append(b)
+                cls[b] = k
+            hit = self._parts[terms] = (cls, tuple(reps))
+        return hit
 
     def scan(self, state: int, data: bytes) -> tuple[int, list[tuple[int, int, int]]]:
         """Feed ``data``; returns ``(state, [(end_offset, terminal_id, cond_id), ...])`` where
@@ -239,7 +365,7 @@ class Lexer:
             if self.cond_at_end(c):
                 found = True
                 break
-            for b in self._reps:
+            for b in self._grep[self._conds[c][0]]:  # a condition reads its terminal's classes
                 d = self.cond_step(c, b)
                 if d not in seen:
                     seen.add(d)
@@ -292,6 +418,8 @@ class Lexer:
             sid = len(self._js)
             self._js.append(lanes)
             self._js_ids[lanes] = sid
+            self._js_cls.append(None)
+            self._js_rows.append(None)
         return sid
 
     def _intern_lane(self, t: int, entries: tuple, trackers: tuple | None) -> int:
@@ -305,6 +433,8 @@ class Lexer:
             self._ts_total += 1
             sid = len(self._ts[t])
             self._ts[t].append(key)
+            self._ts_rows[t].append([None] * len(self._grep[t]))
+            self._ts_live[t].append(None)
             ids[key] = sid
         return sid
 
@@ -571,9 +701,9 @@ class Lexer:
         return self._intern_lane(t, tuple(entries), self._canon_trackers(trackers, entries))
 
     def _lane_step(self, t: int, ts: int, byte: int) -> tuple[int, tuple[Event, ...]]:
-        memo = self._ts_step[t]
-        key = (ts, byte)
-        hit = memo.get(key)
+        memo = self._ts_rows[t][ts]
+        g = self._gid[t][byte]
+        hit = memo[g]
         if hit is not None:
             return hit
         entries, trackers = self._ts[t][ts]
@@ -608,7 +738,7 @@ class Lexer:
             if cut:
                 break
         res = (self._intern_lane(t, tuple(new), self._canon_trackers(tr2, new)), tuple(events))
-        memo[key] = res
+        memo[g] = res
         self._transition_added()
         return res
 
@@ -628,7 +758,7 @@ class Lexer:
                 break
             if memo.get(x) is False:
                 continue
-            for b in self._reps:
+            for b in self._grep[t]:
                 y, ev = self._lane_step(t, x, b)
                 if any(self.cond_satisfiable(c) for _, c in ev):
                     found = x

@@ -61,6 +61,9 @@ class TerminalProgram:
     start: int
     tracker_starts: list[int] = field(default_factory=list)  # one per lookbehind slot
     word_slots: dict[bool, tuple[int, int]] = field(default_factory=dict)  # ascii -> (slot, look)
+    classes: tuple[int, ...] = ()
+    """The character classes (``Program.classes`` ids) of this terminal's instructions, its
+    lookaround bodies included: the only ones its lane, atoms, trackers and conditions ever read."""
 
 
 class Program:
@@ -107,27 +110,31 @@ class Program:
         return cid
 
     # -- bytes that no instruction tells apart ----------------------------------------------
-    def byte_groups(self) -> tuple[tuple[int, ...], ...]:
+    def byte_groups(self, classes=None) -> tuple[tuple[int, ...], ...]:
         """A partition of the 256 byte values such that every instruction — hence every lexer
-        state, lookaround and condition — steps identically on the bytes of one group. The lexer
-        reads bytes only through :meth:`advance`, i.e. through each character class's UTF-8
-        automaton, so two bytes are alike when every class gives the same answer for them in
-        every class state:
+        state, lookaround and condition — steps identically on the bytes of one group
+        (``classes``: only instructions over these class ids, e.g. one terminal's
+        :attr:`TerminalProgram.classes`; default all). The lexer reads bytes only through
+        :meth:`advance`, i.e. through each character class's UTF-8 automaton, so two bytes are
+        alike when every class gives the same answer for them in every class state:
 
         * ASCII bytes finish a character or die from the start state (by membership) and die in
           every mid-character state: alike when every class agrees on membership;
         * lead bytes of multibyte characters (and the bytes that never occur in UTF-8) die in
           mid-character states: alike when every class goes to the same state from the start;
-        * continuation bytes die from the start state but are told apart by their payload bits
-          in mid-character states: one group each — unless no class holds a non-ASCII code point,
-          when every byte above 0x7F dies everywhere.
+        * continuation bytes die from the start state and are told apart by their payload bits
+          in mid-character states: alike when every class steps them to the same state from each
+          of its mid-character states (:meth:`ByteClass.continuation_keys`; ``[^"]`` does not
+          tell any two apart) — and when no class holds a non-ASCII code point, every byte above
+          0x7F dies everywhere.
 
         Groups are ordered by their smallest byte (the representative, listed first), so a walk
         over the representatives meets successor states in the order a walk over all 256 bytes
         would. Exploring a state then costs one step per group instead of 256: two for
         ``/a{100000}/``."""
-        classes = self.classes
+        classes = self.classes if classes is None else [self.classes[c] for c in classes]
         non_ascii = any(hi >= 0x80 for bc in classes for _lo, hi in bc.cps)
+        cont = [bc.continuation_keys() for bc in classes] if non_ascii else []
         groups: dict[tuple, list[int]] = {}
         for b in range(256):
             if b < 0x80:
@@ -135,7 +142,7 @@ class Program:
             elif not non_ascii:
                 key = ("dead",)
             elif b <= 0xBF:
-                key = ("continuation", b)
+                key = ("continuation", tuple(k[b - 0x80] for k in cont))
             else:
                 key = ("lead", tuple(bc.step(0, b) for bc in classes))
             groups.setdefault(key, []).append(b)
@@ -260,11 +267,16 @@ class Program:
             )
         term = TerminalProgram(name=name, pattern=pattern, start=-1)
         comp = _Compiler(self, term)
+        first_pc = len(self.kind)
         accept = self._new(ACCEPT)
         try:
             term.start = comp.seq(parsed.data, parsed.state.flags, accept, 0, None)
         except RecursionError:
             raise RegexError(f"terminal {name!r}: /{pattern}/ is nested too deeply") from None
+        # every instruction of the terminal (lookaround bodies and \b helpers included) is
+        # created while it is compiled; MID instructions made later reuse these classes
+        term.classes = tuple(sorted({self.a[pc] for pc in range(first_pc, len(self.kind))
+                                     if self.kind[pc] == CHAR}))
         _, nullable = self.set_closure([term.start], assertions_pass=True)
         if nullable:
             raise RegexError(
