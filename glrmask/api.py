@@ -655,12 +655,11 @@ def compile_json_schema(
     fits its budget; pass ``mode="static"`` to compile up front (and be able to save)."""
     if mode == "auto" and limits is None:
         limits = {"max_seconds": 30.0}
-    from .grammar.lark_frontend import grammar_from_lark
-    from .json_schema import lower_json_schema
+    from .json_schema import lower_json_schema_ir
 
     with activate_budget(limits):
-        text, warnings = lower_json_schema(schema, **schema_options)
-        grammar = grammar_from_lark(text, source_name="<json-schema>")
+        # the IR directly: printing Lark text and parsing it again cost up to a second per schema
+        grammar, warnings = lower_json_schema_ir(schema, **schema_options)
         grammar.warnings.extend(warnings)
         return compile_grammar(grammar, vocab, mode=mode, limits=limits, cache_dir=cache_dir, on_stage=on_stage)
 

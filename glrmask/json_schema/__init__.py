@@ -1,4 +1,9 @@
-"""JSON Schema front-end: lower a schema to Lark grammar text (start rule ``start``).
+"""JSON Schema front-end: lower a schema to the grammar IR (start rule ``start``).
+
+:func:`lower_json_schema_ir` is the front-end proper: it builds the IR directly, without printing
+Lark text for the Lark front-end to parse again (that reparse cost up to a second on large
+schemas). :func:`lower_json_schema` and :func:`json_schema_to_grammar` print that IR as Lark text,
+for inspection and for lark, the tests' judge of the language.
 
 See :mod:`.lowering` for the construction and ``docs/json_schema_support.md`` for the support
 matrix and the documented deviations.
@@ -7,16 +12,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..grammar.ir import Grammar
+from .printer import grammar_to_ascii_lark
 from .lowering import DEFAULT_MAX_INDENT, DEFAULT_MAX_WHITESPACE, Options, load_schema, lower
 
-__all__ = ['json_schema_to_grammar', 'lower_json_schema', 'DEFAULT_MAX_WHITESPACE', 'DEFAULT_MAX_INDENT']
+__all__ = ['json_schema_to_grammar', 'lower_json_schema', 'lower_json_schema_ir', 'DEFAULT_MAX_WHITESPACE',
+           'DEFAULT_MAX_INDENT']
 
 
-def lower_json_schema(schema: Any, *, whitespace: str = 'flexible',
-                      max_whitespace: int = DEFAULT_MAX_WHITESPACE, max_indent: int = DEFAULT_MAX_INDENT,
-                      indent: int | None = None, property_order: str = 'schema', lenient: bool = False,
-                      format_mode: str = 'assert') -> tuple[str, list[str]]:
-    """Lower `schema` to ``(lark_grammar_text, warnings)``.
+def lower_json_schema_ir(schema: Any, *, whitespace: str = 'flexible',
+                         max_whitespace: int = DEFAULT_MAX_WHITESPACE, max_indent: int = DEFAULT_MAX_INDENT,
+                         indent: int | None = None, property_order: str = 'schema', lenient: bool = False,
+                         format_mode: str = 'assert') -> tuple[Grammar, list[str]]:
+    """Lower `schema` to ``(grammar_ir, warnings)``; the IR's start rule is ``start``, its
+    ``source_name`` ``"<json-schema>"``, and its own ``warnings`` list is left empty.
 
     `schema` is a dict/bool, a :class:`pathlib.Path`, or a str (JSON text if it parses as JSON,
     else a path to an existing file).
@@ -35,13 +44,27 @@ def lower_json_schema(schema: Any, *, whitespace: str = 'flexible',
     Unsupported keywords raise :class:`glrmask.errors.UnsupportedSchema` listing each with its JSON
     pointer, unless `lenient`, which ignores them and reports them in the warnings. Malformed
     schemas (a keyword value of the wrong kind) raise it in both modes. Budgets raise
-    :class:`glrmask.errors.GrammarTooComplex`.
+    :class:`glrmask.errors.GrammarTooComplex` (the lowering's own, and the compile's
+    ``grammar.max_symbols``).
     """
     opts = Options(whitespace=whitespace, max_whitespace=max_whitespace, max_indent=max_indent, indent=indent,
                    property_order=property_order, lenient=lenient, format_mode=format_mode)
     return lower(load_schema(schema), opts)
 
 
+def lower_json_schema(schema: Any, *, whitespace: str = 'flexible',
+                      max_whitespace: int = DEFAULT_MAX_WHITESPACE, max_indent: int = DEFAULT_MAX_INDENT,
+                      indent: int | None = None, property_order: str = 'schema', lenient: bool = False,
+                      format_mode: str = 'assert') -> tuple[str, list[str]]:
+    """``(lark_grammar_text, warnings)``: :func:`lower_json_schema_ir`'s IR printed as ASCII Lark
+    text (start rule ``start``), which lark reads back as the same IR; options and errors as
+    :func:`lower_json_schema_ir`."""
+    grammar, warnings = lower_json_schema_ir(
+        schema, whitespace=whitespace, max_whitespace=max_whitespace, max_indent=max_indent, indent=indent,
+        property_order=property_order, lenient=lenient, format_mode=format_mode)
+    return grammar_to_ascii_lark(grammar), warnings
+
+
 def json_schema_to_grammar(schema: Any, **options: Any) -> str:
-    """Lark grammar text (start rule ``start``) for `schema`; options as :func:`lower_json_schema`."""
+    """Lark grammar text (start rule ``start``) for `schema`; options as :func:`lower_json_schema_ir`."""
     return lower_json_schema(schema, **options)[0]

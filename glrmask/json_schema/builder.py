@@ -1,13 +1,21 @@
-"""A tiny BNF builder that emits Lark grammar text.
+"""A tiny BNF builder whose product is the grammar IR (:class:`glrmask.grammar.ir.Grammar`).
 
 Lowering creates rules (lists of alternatives, each a list of symbol names) and regex terminals
 (deduplicated by pattern). Before emission, unproductive symbols (e.g. from `false` schemas or
 unsatisfiable keyword combinations) and unreachable rules are pruned, so the emitted grammar never
 contains a rule without alternatives.
+
+The builder emits the IR directly rather than Lark text that the Lark front-end would parse again:
+on large schemas that reparse costs up to a second, a large part of the time to the first mask.
+The IR is, field for field, what :func:`glrmask.grammar.lark_frontend.grammar_from_lark` reads from
+the builder's Lark rendering (:meth:`GrammarBuilder.to_lark`, kept as the reference that the tests
+hold the IR to): the same rule and terminal order, names and patterns (see :func:`lark_pattern`).
 """
 from __future__ import annotations
 
+from ..budget import current_budget
 from ..errors import GrammarTooComplex, UnsupportedSchema
+from ..grammar.ir import Grammar, Rule, TerminalDef
 
 
 def lark_regex_literal(regex: str) -> str:
@@ -32,6 +40,50 @@ def lark_regex_literal(regex: str) -> str:
             out.append(c)
         i += 1
     return '/' + ''.join(out) + '/'
+
+
+_HEX_WIDTH = {'x': 2, 'u': 4, 'U': 8}
+_CONTROL_ESCAPES = {'n': '\n', 'f': '\f', 't': '\t', 'r': '\r'}
+_HEX = frozenset('0123456789abcdefABCDEF')
+
+
+def lark_pattern(regex: str) -> str:
+    """The ``re`` pattern lark reads from :func:`lark_regex_literal` (`regex`), computed directly.
+
+    Lark evaluates the escapes ``\\xHH``, ``\\uHHHH``, ``\\UHHHHHHHH``, ``\\n``, ``\\f``,
+    ``\\t`` and ``\\r`` of a ``/.../`` literal into the characters they name and keeps every other
+    backslash pair as it is (so the ``\\/`` that the literal needs for a slash stays in the
+    pattern). Producing the same string lets the IR of the direct path equal, character for
+    character, the one the Lark front-end would have built; the escapes of the lowering's regex
+    vocabulary name only characters that are not regex-special, so the meaning is unchanged.
+    """
+    if '\\' not in regex and '/' not in regex:
+        return regex
+    out: list[str] = []
+    i, n = 0, len(regex)
+    while i < n:
+        c = regex[i]
+        if c == '\\':
+            if i + 1 == n:
+                raise ValueError(f"regex ends in a lone backslash: {regex!r}")
+            d = regex[i + 1]
+            width = _HEX_WIDTH.get(d)
+            if width is not None:
+                digits = regex[i + 2:i + 2 + width]
+                if len(digits) != width or not _HEX.issuperset(digits):
+                    raise ValueError(f"truncated \\{d} escape in regex {regex!r}")
+                out.append(chr(int(digits, 16)))
+                i += 2 + width
+                continue
+            out.append(_CONTROL_ESCAPES.get(d) or regex[i:i + 2])
+            i += 2
+        elif c == '/':
+            out.append('\\/')
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return ''.join(out)
 
 
 class GrammarBuilder:
@@ -120,7 +172,30 @@ class GrammarBuilder:
         self.rules = {k: v for k, v in self.rules.items() if k in reach}
         self.terminals = {k: v for k, v in self.terminals.items() if k in reach}
 
+    def to_grammar(self, start: str, source_name: str = '<json-schema>') -> Grammar:
+        """The pruned grammar as IR: `start`'s rule first, then the others in creation order, each
+        rule's alternatives in order without repeats, terminals in creation order, nothing ignored
+        (whitespace is explicit in the rules). Counts against the compile's ``grammar.max_symbols``
+        budget like any front-end's output."""
+        self.prune(start)
+        rules: list[Rule] = []
+        size = 0
+        for name in [start] + [r for r in self.rules if r != start]:
+            seen: set[tuple[str, ...]] = set()
+            for alt in self.rules[name]:
+                rhs = tuple(alt)
+                if rhs not in seen:
+                    seen.add(rhs)
+                    rules.append(Rule(name, rhs))
+                    size += 1 + len(rhs)
+        current_budget().check_size("front-end (JSON Schema)", size, "grammar", "max_symbols",
+                                    "rules and right-hand-side symbols")
+        terminals = {name: TerminalDef(name, lark_pattern(regex)) for name, regex in self.terminals.items()}
+        return Grammar(rules=rules, terminals=terminals, start=start, source_name=source_name)
+
     def to_lark(self, start: str) -> str:
+        """The pruned grammar as Lark text in the lowering's own regex vocabulary: the reference
+        that :meth:`to_grammar` is held to (lark reading this text yields the same IR)."""
         self.prune(start)
         lines = []
         order = [start] + [r for r in self.rules if r != start]

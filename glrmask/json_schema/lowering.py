@@ -1,4 +1,4 @@
-"""JSON Schema → Lark grammar text.
+"""JSON Schema → grammar IR.
 
 Each schema node becomes a rule; strings and numbers become single terminals whose regex carries
 every string/number constraint (so a terminal's `re.match` end is always the end of the JSON value:
@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GrammarTooComplex, UnsupportedSchema
+from ..grammar.ir import Grammar
 from . import charset as cs
 from . import ecma_regex, formats, numbers
 from .builder import GrammarBuilder
@@ -1756,8 +1757,9 @@ def _int_hi(d: Decimal, strict: bool) -> int:
     return c - 1 if (strict or c != d) else c
 
 
-def lower(schema: Any, opts: Options) -> tuple[str, list[str]]:
-    """Lower a loaded schema to (Lark grammar text, warnings); raise on unsupported keywords."""
+def build(schema: Any, opts: Options) -> tuple[GrammarBuilder, list[str]]:
+    """Lower a loaded schema into a :class:`GrammarBuilder` (start rule ``start``, pruned when it is
+    emitted) and the warnings; raise on unsupported keywords. :func:`lower` emits the IR."""
     import sys
     low = Lowerer(schema, opts)
     old_limit = sys.getrecursionlimit()
@@ -1773,5 +1775,11 @@ def lower(schema: Any, opts: Options) -> tuple[str, list[str]]:
     if low.ctx.problems:
         raise UnsupportedSchema("unsupported JSON Schema features:\n  " + "\n  ".join(low.ctx.problems))
     low.g.rules['start'] = [[top]]
-    text = low.g.to_lark('start')
-    return text, low.ctx.warnings
+    return low.g, low.ctx.warnings
+
+
+def lower(schema: Any, opts: Options) -> tuple[Grammar, list[str]]:
+    """Lower a loaded schema to (grammar IR with start rule ``start``, warnings); raise on
+    unsupported keywords."""
+    builder, warnings = build(schema, opts)
+    return builder.to_grammar('start'), warnings
