@@ -88,7 +88,9 @@ def render_markdown() -> str:
              "API: `glrmask.json_schema.json_schema_to_grammar(schema, *, whitespace=\"flexible\", "
              f"max_whitespace={DEFAULT_MAX_WHITESPACE}, max_indent={DEFAULT_MAX_INDENT}, indent=None, property_order=\"schema\", "
              "lenient=False, format_mode=\"assert\")` → Lark grammar text (start rule `start`); `lower_json_schema(...)` → "
-             "`(text, warnings)`; `glrmask.compile_json_schema(schema, vocab, **the same options)` → a mask.", "",
+             "`(text, warnings)`; `lower_json_schema_ir(...)` → `(grammar IR, warnings)`, the grammar the text prints "
+             "(built directly, without parsing text); `glrmask.compile_json_schema(schema, vocab, **the same options)` "
+             "→ a mask of that IR.", "",
              "| keyword | status | notes |", "|---|---|---|"]
     for k, status, note in MATRIX:
         lines.append(f"| {k} | {status} | {note} |")
