@@ -299,8 +299,10 @@ cdef class _Walk:
     cdef Dag dag
     cdef list node_internal, child_ptr, child_byte, child_node, cfgs, cfg_steps, sub_lo, sub_hi
     cdef const uint64_t[:, ::1] sub_bytes
-    cdef dict open_labels
+    cdef dict open_labels, canon
     cdef set end_conds, end_states
+    cdef list heights
+    cdef long max_height
 
     def __init__(self, b):
         self.b = b
@@ -317,6 +319,19 @@ cdef class _Walk:
         self.sub_lo = b.sub_lo
         self.sub_hi = b.sub_hi
         self.sub_bytes = b.subtree_bytes
+        self.heights = b.heights  # None: branches are keyed as they are
+        self.canon = b._canon
+        self.max_height = b.max_height
+
+    cdef long canonical(self, long cid, long node) except? -2:
+        """``b.canonical(cid, height of node)`` with the memo lookup inlined."""
+        if self.heights is None:
+            return cid
+        cdef long h = self.heights[node]
+        hit = self.canon.get(cid * self.max_height + h)
+        if hit is None:
+            return self.b.canonical(cid, h)
+        return hit
 
     cdef long own(self, long node, long cid) except? -2:
         cdef long tok = self.node_internal[node]
@@ -394,7 +409,7 @@ cdef class _Walk:
                             run.insert(len(run) - 1, hi)
             else:
                 for lab, cid2 in res:
-                    items.append((c, lab, cid2, 1))
+                    items.append((c, lab, self.canonical(cid2, c), 1))
         if leaves is not None:
             for (lab, cid2), run in leaves.items():
                 items.append((tuple(run[:len(run) - 1]), lab, cid2, run[len(run) - 1]))

@@ -70,6 +70,8 @@ from glrmask.errors import GrammarTooComplex
 
 from glrmask_ext.tdwa_walk import Dag as _Dag, subtree_byte_sets as _subtree_byte_sets, walk as _walk
 
+from .lexer_classes import BoundedClasses, trie_heights
+
 __all__ = ["CLOSED", "TerminalDWA", "terminal_labels"]
 
 #: End marker of an outcome that needs nothing more from the parser (a closed lexeme, or one still
@@ -290,6 +292,20 @@ class _Builder:
         self.end_conds: set[int] = set()
         self.end_states: set[int] = set()
         self.walk_steps = 0
+        # Lexer-state classes (lexer_classes): over a dense lexer, a branch at a trie node is
+        # keyed by the representative of its lexer state's class among the states no token of
+        # the node's subtree can tell apart — so the ~1024 states of a bounded string share
+        # one walk instead of one each. Only when every single byte is a token: then the
+        # boundary states are the lexer states reachable byte by byte (see run), which the
+        # canonical walk, recording representatives, could not tell.
+        self.classes: Optional[BoundedClasses] = None
+        self.heights: Optional[list[int]] = None
+        self._canon: dict[int, int] = {}
+        dfa = getattr(lexer, "dfa", None)
+        if dfa is not None and hasattr(dfa, "trans") and _all_bytes_are_tokens(trie):
+            self.heights = trie_heights(trie)
+            self.classes = BoundedClasses(dfa, self.heights[0] if self.heights else 0)
+        self.max_height = (self.heights[0] if self.heights else 0) + 1
 
     # ---------------------------------------------------------------- budgets
     def _check_time(self, stage: str) -> None:
@@ -395,11 +411,30 @@ class _Builder:
             self._neutral[cid] = hit
         return hit
 
+    def canonical(self, cid: int, h: int) -> int:
+        """The branch that keys ``cid``'s walk below a trie node whose tokens are at most ``h``
+        bytes longer: the same pending conditions, the lexer state replaced by its class
+        representative (:class:`BoundedClasses`); ``cid`` itself without classes."""
+        key = cid * self.max_height + h
+        hit = self._canon.get(key)
+        if hit is None:
+            lex, conds = self._cfgs[cid]
+            hit = cid
+            if self.classes is not None and lex >= 0:
+                r = self.classes.rep(lex, h)
+                if r != lex:
+                    hit = self._cfg_id((r, conds))
+            self._canon[key] = hit
+        return hit
+
     def walk(self, node0: int, cfg0) -> int:
         """The DAG node (-1: nothing) denoting the outcomes of the tokens of ``node0``'s subtree,
         scanning the bytes below ``node0`` from branch ``cfg0`` (memoized per (trie node, branch);
         the loop is native: ``glrmask_ext.tdwa_walk.walk``)."""
-        return _walk(self, node0, self._cfg_id(cfg0))
+        cid = self._cfg_id(cfg0)
+        if self.heights is not None:
+            cid = self.canonical(cid, self.heights[node0])
+        return _walk(self, node0, cid)
 
     # ---------------------------------------------------------------- condition seeds
     def fail_seed(self, cond: int) -> tuple[list[int], set[int]]:
@@ -427,6 +462,26 @@ class _Builder:
             stack.extend((cn[j], cb[j], c2) for j in range(cp[node + 1] - 1, cp[node] - 1, -1))
         return out, pending
 
+    def _byte_closure(self) -> set[int]:
+        """The lexer states at token boundaries when every single byte is a token: those reached
+        from ``initial`` one byte at a time through surviving branches. (A branch's lexer state
+        evolves byte by byte whatever the token boundaries; pending conditions only kill
+        branches, and every boundary root starts without any, so a longer token's end state is
+        also reached by its bytes as single tokens.) A branch survives a byte into ``q2`` iff
+        ``q2`` is not DEAD and its futures hold an ignored or labelled terminal."""
+        trans = self.lexer.dfa.trans
+        n = trans.shape[0]
+        alive = np.fromiter((self._lane_alive(q) for q in range(n)), dtype=bool, count=n)
+        seen = np.zeros(n, dtype=bool)
+        frontier = np.array([self.lexer.initial], dtype=np.int64)
+        while frontier.size:
+            nxt = trans[frontier].reshape(-1)
+            nxt = np.unique(nxt[nxt >= 0])
+            nxt = nxt[alive[nxt] & ~seen[nxt]]
+            seen[nxt] = True
+            frontier = nxt
+        return set(np.flatnonzero(seen).tolist())
+
     # ---------------------------------------------------------------- assembly
     def run(self, start_states: Iterable[int]) -> TerminalDWA:
         lexer = self.lexer
@@ -437,12 +492,23 @@ class _Builder:
                 seen.add(q)
                 order.append(int(q))
         roots: list[int] = []
+        if self.classes is not None:
+            rest = sorted(self._byte_closure() - seen)
+            if len(seen) + len(rest) > self.max_boundary_states:
+                raise GrammarTooComplex(
+                    f"terminal DWA (boundary states): more than {self.max_boundary_states} lexer "
+                    "states at token boundaries (limit max_boundary_states)")
+            order.extend(rest)
+            seen.update(rest)
         i = 0
         while i < len(order):
             q = order[i]
             cfg = (_BOUNDARY, ()) if q == lexer.initial else (q, ())
             roots.append(self.walk(0, cfg))
             self._check_time("trie walk")
+            if self.classes is not None:
+                i += 1
+                continue
             for end in sorted(self.end_states - seen):
                 if len(seen) >= self.max_boundary_states:
                     raise GrammarTooComplex(
@@ -478,6 +544,15 @@ class _Builder:
         dwa = _finish(self.dag, order, roots, seeds, stats, self.trie.n_internal)
         dwa.stats["build_seconds"] = time.perf_counter() - self.t0
         return dwa
+
+
+def _all_bytes_are_tokens(trie) -> bool:
+    """Whether each of the 256 one-byte strings is a token (byte-level vocabularies)."""
+    cp, cb, cn = trie.child_ptr, trie.child_byte, trie.child_node
+    lo, hi = int(cp[0]), int(cp[1])
+    if hi - lo != 256:
+        return False
+    return bool((trie.node_internal[np.asarray(cn[lo:hi], dtype=np.int64)] >= 0).all())
 
 
 def _finish(dag, order: list[int], roots: list[int], seeds: dict[int, int], stats: dict,

@@ -1,0 +1,162 @@
+"""Lexer states that no token can tell apart: classes by behaviour over a bounded number of bytes
+(DESIGN §4.7 "after merging lexer states that behave identically on the whole vocab").
+
+Why. The Terminal DWA walks the vocabulary trie once per (trie node, branch), a branch holding a
+lexer state. A bounded string (``maxLength: 1024``) is a chain of ~1024 lexer states, all different
+— yet a token of at most ``h`` bytes cannot tell apart two states that agree on everything
+observable within ``h`` steps. Walking the trie from each of them repeats the same work ~1024
+times (and a chain state never converges with another, so the walk memo does not help). This
+module gives, for every ``h``, the partition of the dense lexer's states into classes of states
+that agree within ``h`` bytes, so that a branch at a trie node whose subtree is at most ``h`` bytes
+deep can be keyed by its class representative.
+
+What "agree within ``h`` bytes" means (the *h-equivalence* of Moore's algorithm): two states are
+0-equivalent when they have the same futures and the same event list (terminals and condition
+ids) on every byte; ``h``-equivalent when they are ``(h-1)``-equivalent and on every byte their
+targets are ``(h-1)``-equivalent (DEAD only to DEAD). Everything the Terminal DWA reads of a branch
+while scanning at most ``h`` more bytes — the events, whether the lane survives (its futures), the
+futures at the token's end — is then the same, so the walk's results coincide: the canonical key
+is exact. (0-equivalence already asks for equal events, which only matter once a byte is read:
+finer than needed at ``h = 0``, never coarser.) The dense lexer is minimized, so the refinement
+ends in the identity partition; it stops there, or at the largest ``h`` asked for.
+
+Representatives are the smallest state id of each class, so the keys — and the built automaton —
+do not depend on the order in which classes are found.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from glrmask.budget import current_budget
+from glrmask.lexer.dfa import LexerDFA, _row_labels
+
+__all__ = ["BoundedClasses", "node_heights", "trie_heights"]
+
+
+class BoundedClasses:
+    """``rep(q, h)``: the smallest dense lexer state ``h``-equivalent to ``q`` (module docstring).
+
+    Levels are computed once, up to ``max_h`` or until the partition no longer changes (then every
+    higher level equals the last one)."""
+
+    def __init__(self, dfa: LexerDFA, max_h: int, *, stage: str = "terminal DWA (lexer state classes)"):
+        n = dfa.n_states
+        self.n_states = n
+        budget = current_budget()
+        labels = _initial_labels(dfa)
+        # bytes with identical columns (target and events) in every state are one column here
+        cols = np.concatenate([dfa.trans.astype(np.int64), _event_keys(dfa)], axis=0)
+        _, first = np.unique(cols, axis=1, return_index=True)
+        keep = np.sort(first)
+        trans = dfa.trans[:, keep].astype(np.int64)
+        dead = trans < 0
+        safe = np.maximum(trans, 0)
+        self._reps: list[list[int]] = [_smallest_member(labels)]
+        n_cls = int(labels.max()) + 1 if n else 0
+        h = 0
+        while h < max_h and n_cls < n:
+            budget.check(stage)
+            tgt = np.where(dead, -1, labels[safe])
+            rows = np.concatenate([labels[:, None], tgt], axis=1)
+            new = _row_labels(rows)
+            m = int(new.max()) + 1
+            if m == n_cls:
+                break
+            labels, n_cls = new, m
+            self._reps.append(_smallest_member(labels))
+            h += 1
+        self.stable_from: int = len(self._reps) - 1
+        """Levels from this one on are all equal (the last one computed)."""
+
+    def level(self, h: int) -> list[int]:
+        """``rep(q, h)`` for every state ``q``, as a list indexed by ``q``."""
+        return self._reps[min(h, self.stable_from)]
+
+    def rep(self, q: int, h: int) -> int:
+        """The representative of ``q``'s ``h``-equivalence class (DEAD and other negative ids are
+        returned unchanged)."""
+        if q < 0:
+            return q
+        return self._reps[min(h, self.stable_from)][q]
+
+    @property
+    def n_levels(self) -> int:
+        return len(self._reps)
+
+    def n_classes(self, h: int) -> int:
+        lev = self.level(h)
+        return len(set(lev))
+
+
+def _event_keys(dfa: LexerDFA) -> np.ndarray:
+    """``int64[n_states, 256]``: equal iff the two transitions report the same event list."""
+    n = dfa.n_states
+    ptr = dfa.ev_ptr.astype(np.int64)
+    lens = np.diff(ptr)
+    keys = np.zeros(n * 256, dtype=np.int64)
+    nz = np.flatnonzero(lens)
+    if nz.size:
+        terms = dfa.ev_term.tolist()
+        conds = dfa.ev_cond.tolist()
+        ids: dict[tuple, int] = {}
+        lo_all = ptr[nz].tolist()
+        hi_all = ptr[nz + 1].tolist()
+        out = np.empty(nz.size, dtype=np.int64)
+        for i, (lo, hi) in enumerate(zip(lo_all, hi_all)):
+            key = tuple(zip(terms[lo:hi], conds[lo:hi]))
+            k = ids.get(key)
+            if k is None:
+                k = ids[key] = len(ids) + 1
+            out[i] = k
+        keys[nz] = out
+    return keys.reshape(n, 256)
+
+
+def _initial_labels(dfa: LexerDFA) -> np.ndarray:
+    """0-equivalence: futures and the event list of every byte."""
+    first = np.concatenate([dfa.futures.view(np.int64), _event_keys(dfa)], axis=1)
+    return _row_labels(np.ascontiguousarray(first))
+
+
+def _smallest_member(labels: np.ndarray) -> list[int]:
+    """Per state, the smallest state with its label."""
+    n = labels.shape[0]
+    if n == 0:
+        return []
+    m = int(labels.max()) + 1
+    smallest = np.full(m, n, dtype=np.int64)
+    np.minimum.at(smallest, labels, np.arange(n, dtype=np.int64))
+    return smallest[labels].tolist()
+
+
+_HEIGHTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def trie_heights(trie) -> list[int]:
+    """:func:`node_heights` of a vocabulary trie, cached per trie object (shared by every grammar
+    compiled against the tokenizer)."""
+    hit = _HEIGHTS.get(trie)
+    if hit is None:
+        hit = _HEIGHTS[trie] = node_heights(trie.child_ptr, trie.child_node)
+    return hit
+
+
+def node_heights(child_ptr: np.ndarray, child_node: np.ndarray) -> list[int]:
+    """Per trie node, the most bytes a token below it has past the node (0 for a leaf); children
+    have higher ids than their parent, so one reverse pass suffices."""
+    cp = np.asarray(child_ptr, dtype=np.int64)
+    cn = np.asarray(child_node, dtype=np.int64)
+    n = cp.shape[0] - 1
+    height = np.zeros(max(n, 0), dtype=np.int64)
+    parent = np.repeat(np.arange(n, dtype=np.int64), np.diff(cp))
+    # process by decreasing child id: a child's height is final before its parent reads it
+    order = np.argsort(-cn, kind="stable")
+    hp, hc = parent[order].tolist(), cn[order].tolist()
+    h = height.tolist()
+    for p, c in zip(hp, hc):
+        v = h[c] + 1
+        if v > h[p]:
+            h[p] = v
+    return h
