@@ -175,8 +175,10 @@ class GrammarBuilder:
     def to_grammar(self, start: str, source_name: str = '<json-schema>') -> Grammar:
         """The pruned grammar as IR: `start`'s rule first, then the others in creation order, each
         rule's alternatives in order without repeats, terminals in creation order, nothing ignored
-        (whitespace is explicit in the rules). Counts against the compile's ``grammar.max_symbols``
-        budget like any front-end's output."""
+        (whitespace is explicit in the rules). Checks the compile's deadline and counts against its
+        ``grammar.max_symbols`` budget like any front-end's output."""
+        budget = current_budget()
+        budget.check("front-end (JSON Schema)")
         self.prune(start)
         rules: list[Rule] = []
         size = 0
@@ -188,8 +190,8 @@ class GrammarBuilder:
                     seen.add(rhs)
                     rules.append(Rule(name, rhs))
                     size += 1 + len(rhs)
-        current_budget().check_size("front-end (JSON Schema)", size, "grammar", "max_symbols",
-                                    "rules and right-hand-side symbols")
+        budget.check_size("front-end (JSON Schema)", size, "grammar", "max_symbols",
+                            "rules and right-hand-side symbols")
         terminals = {name: TerminalDef(name, lark_pattern(regex)) for name, regex in self.terminals.items()}
         return Grammar(rules=rules, terminals=terminals, start=start, source_name=source_name)
 
