@@ -2,9 +2,10 @@
 
 A ``Mask`` owns everything derived from (grammar, vocabulary) and is safe to share between requests;
 a ``State`` is a small value (a pointer into a persistent history), so ``fork()`` is O(1) and
-``rollback(n)`` just walks back ``n`` links. On a static mask the state lives in the native runtime
-(:mod:`glrmask.runtime`); on the reference engine (``mode="dynamic"``, and ``mode="auto"`` until its
-compile ends) it is a Python history. Masks are packed int32 bitmasks in the layout shared by
+``rollback(n)`` just walks back ``n`` links. Every state lives in the native runtime
+(:mod:`glrmask.runtime`): on a static mask its masks walk the Parser DWA; on a dynamic one
+(``mode="dynamic"``, and ``mode="auto"`` until its compile ends) they walk the vocabulary trie over
+the same native state, with the lexer explored on demand. Masks are packed int32 bitmasks in the layout shared by
 xgrammar and llguidance: bit ``id % 32`` of word ``id // 32``, ``ceil(n_logits / 32)`` words.
 """
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from glrmask_ext.runtime import NativeState
 
 from .budget import DEFAULT_MAX_SECONDS, activate_budget
 from .collisions import find_lookahead_collisions
@@ -27,111 +27,11 @@ from .grammar.normalize import normalize
 from .lexer import Lexer
 from .lexer.dense import DenseLexer
 from .lr.table import LRTable
-from .reference import DEFAULT_STEP_TRANSITIONS, ConfigSet, DynamicMasker, Recognizer
+from .reference import Recognizer
 from .trie import VocabTrie
 from .vocab import Vocab
 
 MODES = ("static", "dynamic", "auto")
-
-
-class _Engine:
-    """The reference engine: the recognizer and the dynamic masker that answers for its
-    configuration sets (``mode="dynamic"``, and ``mode="auto"`` until the static compile ends;
-    its requests then move to the native engine at their next mask, :meth:`Mask._switch`)."""
-
-    __slots__ = ("recognizer", "masker", "kind")
-
-    def __init__(self, recognizer: Recognizer, masker, kind: str) -> None:
-        self.recognizer = recognizer
-        self.masker = masker
-        self.kind = kind
-
-
-@dataclass(frozen=True)
-class _History:
-    """One committed step of a reference-engine request: the configuration set after it, and the
-    link to the step before."""
-
-    configs: ConfigSet
-    terminated: bool
-    prev: Optional["_History"]
-    depth: int
-    engine: _Engine
-    step: "int | bytes | None" = None  # the token id or raw bytes committed (None at the start)
-
-
-class _ReferenceState:
-    """A request on the reference engine (Python; the oracle and the zero-compile mode)."""
-
-    __slots__ = ("mask", "head")
-
-    def __init__(self, mask: "Mask", head: _History) -> None:
-        self.mask = mask
-        self.head = head
-
-    def commit(self, token: int) -> bool:
-        nxt = self.mask._advance(self.head, token)
-        if nxt is None:
-            return False
-        self.head = nxt
-        return True
-
-    def commit_bytes(self, data: bytes) -> bool:
-        head = self.head
-        if head.terminated:
-            return False
-        with self.mask._lock:
-            s = head.engine.recognizer.step_bytes(head.configs, data)
-        if not s:
-            return False
-        self.head = _History(s, False, head, head.depth + 1, head.engine, data)
-        return True
-
-    def rollback(self, n: int) -> None:
-        if n < 0 or n > self.head.depth:
-            raise ValueError(f"cannot roll back {n} steps: only {self.head.depth} were committed")
-        head = self.head
-        for _ in range(n):
-            head = head.prev  # type: ignore[assignment]
-        self.head = head
-
-    def fork(self) -> "_ReferenceState":
-        return _ReferenceState(self.mask, self.head)
-
-    def is_accepting(self) -> bool:
-        head = self.head
-        if head.terminated:
-            return True
-        with self.mask._lock:
-            return head.engine.recognizer.is_accepting(head.configs)
-
-    @property
-    def terminated(self) -> bool:
-        return self.head.terminated
-
-    @property
-    def depth(self) -> int:
-        return self.head.depth
-
-    def fill(self, out32: np.ndarray) -> int:
-        """Write the mask into the uint32 view ``out32`` (always exact; never needs a fallback)."""
-        self.mask._fill_reference(self.head, out32.view(np.int32))
-        return 0
-
-    def configuration(self) -> tuple:
-        return _configuration_key(self.head.configs)
-
-    def probe_bytes(self, data: bytes) -> bool:
-        head = self.head
-        if head.terminated:
-            return False
-        with self.mask._lock:
-            return bool(head.engine.recognizer.step_bytes(head.configs, data))
-
-
-def _configuration_key(configs) -> tuple:
-    """A reference configuration set in :meth:`State.configuration`'s form."""
-    return tuple(sorted((c.lex, tuple(c.conds), tuple(sorted(n.states() for n in c.frontier))) for c in configs))
 
 
 def _token_id(token_id, n_logits: int) -> int:
@@ -279,7 +179,8 @@ class Mask:
         self._eos = tuple(sorted(set(vocab.eos_token_ids)))
         self._eos_set = frozenset(self._eos)
         self._warnings: Optional[list[str]] = None
-        self._lock = threading.RLock()  # the reference engine's memo tables only
+        self._lock = threading.RLock()  # the lazy lexer's memo tables (exploration, collision check)
+        self._upgrade = False  # mode="auto": the static engine arrived; dynamic states move at their next mask
 
     # -- engines ----------------------------------------------------------------------------------
     @property
@@ -289,10 +190,12 @@ class Mask:
             self._trie = VocabTrie.for_vocab(self.vocab)
         return self._trie
 
-    def _dynamic_engine(self) -> _Engine:
-        rec = Recognizer(self.grammar, self.table, self._lazy_lexer)
-        fuel = self._limits.get("dynamic", {}).get("max_step_transitions", DEFAULT_STEP_TRANSITIONS)
-        return _Engine(rec, DynamicMasker(rec, self.trie, self.vocab.n_logits, max_step_transitions=fuel), "dynamic")
+    def _dynamic_engine(self):
+        from .runtime.dynamic import DynamicEngine
+
+        return DynamicEngine(self._lazy_lexer, self.table, self.grammar.ignore, self.vocab, self._eos, self.trie,
+                             recognizer=lambda: Recognizer(self.grammar, self.table, self._lazy_lexer),
+                             lock=self._lock, limits=self._limits.get("dynamic"))
 
     def _static_engine(self, on_stage=None):
         import time
@@ -340,6 +243,7 @@ class Mask:
         mask.stats.update(loaded.stats)
         mask._static_source = loaded  # keeps the engine's reference recognizer and trie alive
         mask._engine = loaded._engine
+        mask._upgrade = True
 
     @staticmethod
     def _static_failed(mask: "Mask", error: GlrmaskError) -> None:
@@ -378,21 +282,21 @@ class Mask:
         """The lexer of the active engine (a :class:`DenseLexer` in static mode)."""
         if self._engine.kind == "static":
             return self._dense_lexer
-        return self._engine.recognizer.lexer
+        return self._lazy_lexer
 
     @property
     def n_fallbacks(self) -> int:
         """Static masks answered by the reference masker (lanes the Parser DWA has no root for)."""
-        e = self._engine
-        return e.n_fallbacks if e.kind == "static" else 0
+        return self._engine.n_fallbacks
 
     @property
     def warnings(self) -> list[str]:
         """Front-end warnings and possible lookahead collisions (DESIGN §2). The collision check
         explores every terminal's lexer states, so it runs on first access, not at compile time."""
         if self._warnings is None:
-            self._warnings = list(self.source_grammar.warnings) + find_lookahead_collisions(
-                self.grammar, self._lazy_lexer)
+            with self._lock:  # the collision search steps the lazy lexer the dynamic engine explores
+                self._warnings = list(self.source_grammar.warnings) + find_lookahead_collisions(
+                    self.grammar, self._lazy_lexer)
         return self._warnings
 
     # -- artifacts --------------------------------------------------------------------------------
@@ -414,10 +318,7 @@ class Mask:
 
     # -- requests ---------------------------------------------------------------------------------
     def start(self) -> State:
-        engine = self._engine
-        if engine.kind == "static":
-            return State(self, engine.start())
-        return State(self, _ReferenceState(self, _History(engine.recognizer.initial, False, None, 0, engine)))
+        return State(self, self._engine.start())
 
     def _check_state(self, state) -> None:
         if not isinstance(state, State):
@@ -431,8 +332,10 @@ class Mask:
             self._check_state(state)
         out = np.empty(self.n_words, dtype=np.int32)
         impl = state._impl
-        if type(impl) is not NativeState or impl.fill_into(out, 0) != 0:
-            self._fill_impl(self._switch(state), out)
+        if self._upgrade and impl.dynamic:
+            impl = self._switch(state)
+        if impl.fill_into(out, 0) != 0:
+            self._fill_impl(impl, out)
         return out
 
     def fill_mask(self, state: State, out, row: int = 0) -> None:
@@ -441,32 +344,30 @@ class Mask:
         if type(state) is not State or state._mask is not self:
             self._check_state(state)
         impl = state._impl
-        if type(impl) is NativeState and type(out) is np.ndarray and out.ndim == 2 and type(row) is int:
+        if self._upgrade and impl.dynamic:
+            impl = self._switch(state)
+        if type(out) is np.ndarray and out.ndim == 2 and type(row) is int:
             if impl.fill_into(out, row) == 0:  # checks the buffer; NEEDS_FALLBACK: below
                 return
         arr = _as_mask_buffer(out, self.n_words)
         if isinstance(row, bool) or not isinstance(row, (int, np.integer)) or not 0 <= row < arr.shape[0]:
             raise ValueError(f"row {row!r} is outside the {arr.shape[0]} rows of out")
-        self._fill_impl(self._switch(state), arr[row])
+        self._fill_impl(impl, arr[row])
 
     def _switch(self, state: State):
-        """``mode="auto"``: a request that started on the reference engine continues on the native
-        static engine as soon as it is ready — its committed steps are replayed once into a native
-        state (same masks by construction; the whole history comes along, so rollback still
-        reaches the start). Returns the state's implementation, switched or not."""
+        """``mode="auto"``: a request that started on the dynamic engine continues on the static
+        one as soon as it is ready — its committed steps are replayed once into a static native
+        state (same masks by construction, tested at every switch position; the whole history
+        comes along, so rollback still reaches the start). Returns the state's implementation,
+        switched or not."""
         impl = state._impl
         engine = self._engine
-        if type(impl) is not _ReferenceState or engine.kind != "static":
+        if not impl.dynamic or engine.kind != "static":
             return impl
-        steps = []
-        h = impl.head
-        while h.prev is not None:
-            steps.append(h.step)
-            h = h.prev
         native = engine.start()
-        for step in reversed(steps):
+        for step in impl.steps():
             ok = native.commit(step) if isinstance(step, int) else native.commit_bytes(step)
-            if not ok:  # cannot happen (static ≡ dynamic); stay on the exact reference engine
+            if not ok:  # cannot happen (static ≡ dynamic); stay on the exact dynamic engine
                 return impl
         state._impl = native
         return native
@@ -492,38 +393,6 @@ class Mask:
     def is_allowed(self, state: State, token_id: int) -> bool:
         self._check_state(state)
         return state.fork().commit(token_id)
-
-    def _fill_reference(self, head: _History, out: np.ndarray) -> None:
-        with self._lock:
-            out[:] = 0
-            if head.terminated:
-                return
-            engine = head.engine
-            out[: self.n_words] = engine.masker.token_words(head.configs)
-            if self._eos and engine.recognizer.is_accepting(head.configs):
-                u = out.view(np.uint32)
-                for t in self._eos:
-                    u[t >> 5] |= np.uint32(1 << (t & 31))
-
-    def _advance(self, head: _History, token: int) -> Optional[_History]:
-        with self._lock:
-            return self._advance_locked(head, token)
-
-    def _advance_locked(self, head: _History, token: int) -> Optional[_History]:
-        if head.terminated or token < 0 or token >= self.vocab.size:
-            return None
-        rec = head.engine.recognizer
-        if token in self._eos_set:
-            if rec.is_accepting(head.configs):
-                return _History(head.configs, True, head, head.depth + 1, head.engine, token)
-            return None
-        data = self.vocab.token_bytes(token)
-        if not data or self.vocab.is_special(token):
-            return None
-        s = rec.step_bytes(head.configs, data)
-        if not s:
-            return None
-        return _History(s, False, head, head.depth + 1, head.engine, token)
 
     def _forced_tokens(self, state: State, max_bytes: int = 4096) -> list[int]:
         if state.is_terminated():
@@ -695,22 +564,13 @@ def fill_masks(states: "Sequence[State]", out, *, n_threads: Optional[int] = Non
     if arr.shape[0] < len(states):
         raise ValueError(f"out has {arr.shape[0]} rows for {len(states)} states")
     for st in states:
-        if type(st._impl) is _ReferenceState:
+        if st._mask._upgrade and st._impl.dynamic:
             st._mask._switch(st)
-    native = [i for i, st in enumerate(states) if type(st._impl) is NativeState]
     if n_threads is None:
-        n_threads = default_threads(len(native))
-    if native:
-        rows = arr if len(native) == len(states) else np.zeros((len(native), arr.shape[1]), dtype=np.int32)
-        need = fill_native([states[i]._impl for i in native], rows.view(np.uint32), int(n_threads))
-        if rows is not arr:
-            arr[native] = rows
-        for k in need:
-            i = native[k]
-            states[i]._mask._fill_impl(states[i]._impl, arr[i])
-    for i, st in enumerate(states):
-        if type(st._impl) is not NativeState:
-            st._mask._fill_impl(st._impl, arr[i])
+        n_threads = default_threads(len(states))
+    need = fill_native([st._impl for st in states], arr.view(np.uint32), int(n_threads))
+    for i in need:  # a static lane with no Parser-DWA root, or a dynamic lexer entry to explore
+        states[i]._mask._fill_impl(states[i]._impl, arr[i])
 
 
 def commit_many(states: "Sequence[State]", tokens: "Sequence[int]", *, n_threads: int = 1) -> list[bool]:
@@ -721,17 +581,10 @@ def commit_many(states: "Sequence[State]", tokens: "Sequence[int]", *, n_threads
     if len(states) != len(tokens):
         raise ValueError(f"{len(states)} states but {len(tokens)} tokens")
     ids = [_token_id(t, st._mask.n_logits) for st, t in zip(states, tokens)]
-    native = [i for i, st in enumerate(states) if type(st._impl) is NativeState]
-    out = [False] * len(states)
-    if native:
-        res = commit_native([states[i]._impl for i in native], np.asarray([ids[i] for i in native], dtype=np.int64),
-                            int(n_threads))
-        for k, i in enumerate(native):
-            out[i] = bool(res[k])
-    for i, st in enumerate(states):
-        if type(st._impl) is not NativeState:
-            out[i] = st._impl.commit(ids[i])
-    return out
+    if not states:
+        return []
+    res = commit_native([st._impl for st in states], np.asarray(ids, dtype=np.int64), int(n_threads))
+    return [bool(r) for r in res]
 
 
 def load(path: "str | os.PathLike[str]", vocab: Vocab) -> Mask:

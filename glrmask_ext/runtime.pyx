@@ -48,11 +48,19 @@ cdef extern from *:
     static inline void glr_unlock(int *flag) { __atomic_store_n(flag, 0, __ATOMIC_RELEASE); }
     static inline int glr_popcount64(unsigned long long x) { return __builtin_popcountll(x); }
     static inline int glr_ctz64(unsigned long long x) { return __builtin_ctzll(x); }
+    static inline void* glr_load_ptr(void* const* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+    static inline void glr_store_ptr(void** p, void* v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+    static inline int glr_load_i32(const int* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+    static inline void glr_store_i32(int* p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
     """
     int glr_trylock(int *flag) nogil
     void glr_unlock(int *flag) nogil
     int glr_popcount64(unsigned long long x) nogil
     int glr_ctz64(unsigned long long x) nogil
+    void* glr_load_ptr(void* const* p) nogil
+    void glr_store_ptr(void** p, void* v) nogil
+    int32_t glr_load_i32(const int32_t* p) nogil
+    void glr_store_i32(int32_t* p, int32_t v) nogil
 
 DEF BOUNDARY = -2
 DEF DEAD = -1
@@ -72,6 +80,26 @@ DEF R_FALLBACK = 2
 DEF R_NOMEM = 3
 DEF R_TOOBIG = 4
 DEF TOOBIG = -2  # internal return value: a step exceeded max_stacks
+DEF MISSING_STEP = -4  # internal: a byte step read an entry not explored yet
+DEF R_MISSING = 5  # dynamic tables: a lexer entry is not explored yet (the caller resolves, retries)
+MISSING = 5
+DEF UNKNOWN = -3   # dynamic tables: an entry not explored yet
+DEF EV_CHUNK_BITS = 16
+DEF EV_CHUNK = 65536
+DEF EV_MAX_CHUNKS = 8192
+# kinds of missing entries
+DEF M_STEP = 0
+DEF M_FUTURES = 1
+DEF M_COND_STEP = 2
+DEF M_COND_INFO = 3
+DEF CI_KNOWN = 1
+DEF CI_AT_END = 2
+DEF CI_SAT = 4
+DEF DEFAULT_MEMO_BYTES = 256 * 1024 * 1024
+DEF MEMO_DENSE_MIN = 256
+DEF MAX_FRONT_CACHE = 64
+DEF FC_SLOTS = 512
+DEF LM_SLOTS = 8
 
 DEFAULT_MAX_STACKS = 100_000
 """Stack tops (over all lanes) one step may produce: an ambiguous grammar whose parses multiply
@@ -119,6 +147,50 @@ cdef inline void iv_free(IVec* v) noexcept nogil:
 
 
 # ------------------------------------------------------------------------------------ tables
+ctypedef struct LexMemo:
+    # what the vocabulary does from one lexer state inside a lexeme, whatever the parser stacks:
+    # the tokens that stay inside it, grouped by the lexer state they end in (a token is allowed
+    # iff that state survives the stacks: futures only shrink along a lexeme), and the trie
+    # nodes where a byte ends a terminal (the stacks decide; walked per mask)
+    int32_t n_groups
+    int32_t* g_state
+    int32_t* g_ptr
+    int32_t* g_ids
+    int32_t* g_row         # dense row of the group, -1: the ids are scattered
+    uint32_t* rows
+    int32_t n_front
+    int32_t* fr_node
+    int32_t* fr_q          # lexer state before the node's byte
+
+
+cdef void _memo_free(LexMemo* m) noexcept nogil:
+    if m != NULL:
+        free(m.g_state); free(m.g_ptr); free(m.g_ids); free(m.g_row); free(m.rows)
+        free(m.fr_node); free(m.fr_q)
+        free(m)
+
+
+ctypedef struct CLazy:
+    # the lexer explored on demand (dynamic masks): rows are allocated and published once, entries
+    # written once (UNKNOWN until then), so readers never lock and never see a reallocation
+    int32_t cap_states
+    int32_t cap_conds
+    int32_t fut_words
+    int32_t** trans        # [cap_states] -> 256 next states (UNKNOWN, DEAD or a state)
+    int32_t** evref        # [cap_states] -> 256 event-list references (-1: no events)
+    uint64_t** fut         # [cap_states] -> fut_words words, NULL until known
+    int32_t** ctrans       # [cap_conds] -> 256 next conditions (UNKNOWN until known)
+    uint8_t* cinfo         # [cap_conds] CI_KNOWN | CI_AT_END | CI_SAT
+    int32_t** ev_chunks    # event lists [n, term, cond, …] in chunks of EV_CHUNK ints
+    int32_t n_chunks
+    int32_t chunk_used
+    # lexeme memo (one per lexer state, built on first use, then shared by every request)
+    LexMemo** memo
+    int memo_flag          # try-lock of the builder (a busy builder is bypassed, never awaited)
+    int64_t memo_bytes
+    int64_t memo_budget
+
+
 ctypedef struct CTables:
     # dense lexer
     int32_t lex_n
@@ -178,6 +250,17 @@ ctypedef struct CTables:
     const uint8_t* tok_kind
     const int32_t* eos
     int32_t n_eos
+    # dynamic tables (no Parser DWA): the lexer explored on demand, masks by a trie walk
+    int lazy
+    CLazy* lz
+    int32_t tr_n
+    int32_t tr_max_depth
+    const int32_t* tr_depth
+    const uint8_t* tr_byte
+    const int32_t* tr_internal
+    const int32_t* tr_end
+    const int32_t* i2o_ptr
+    const int32_t* i2o_ids
     # expansion cache
     int* slot_flag
     uint64_t* slot_hash
@@ -205,12 +288,202 @@ cdef inline const int32_t* _i32(object a):
     return <const int32_t*>cnp.PyArray_DATA(a)
 
 
+# ------------------------------------------------------------------------------------ dynamic tables
+cdef class LazyLexer:
+    """The lexer half of dynamic tables: rows filled on demand from the Python lazy lexer.
+
+    Writers (:meth:`set_step`, :meth:`set_futures`, :meth:`set_cond`, :meth:`set_cond_step`) are
+    serialized by the caller (one lock per mask, held only while exploring); readers are the
+    native steps of every request, which never lock: rows are allocated once and published with
+    a release store, entries written once (UNKNOWN before), so a reader sees either the old
+    UNKNOWN (and asks again) or the final value."""
+
+    cdef CLazy z
+    cdef readonly int32_t n_rows
+    cdef readonly int32_t n_cond_rows
+
+    @property
+    def memo_bytes(self) -> int:
+        """Memory held by the lexeme memos (bounded by ``memo_budget``)."""
+        return self.z.memo_bytes
+
+    @property
+    def memo_budget(self) -> int:
+        return self.z.memo_budget
+
+    @memo_budget.setter
+    def memo_budget(self, int64_t v):
+        self.z.memo_budget = v
+
+    def __cinit__(self, int32_t cap_states, int32_t cap_conds, int32_t fut_words):
+        if cap_states < 1 or cap_conds < 2 or fut_words < 1:
+            raise ValueError("LazyLexer: capacities must be positive")
+        memset(&self.z, 0, sizeof(CLazy))
+        self.z.cap_states = cap_states
+        self.z.cap_conds = cap_conds
+        self.z.fut_words = fut_words
+        self.z.trans = <int32_t**>calloc(cap_states, sizeof(int32_t*))
+        self.z.evref = <int32_t**>calloc(cap_states, sizeof(int32_t*))
+        self.z.fut = <uint64_t**>calloc(cap_states, sizeof(uint64_t*))
+        self.z.ctrans = <int32_t**>calloc(cap_conds, sizeof(int32_t*))
+        self.z.cinfo = <uint8_t*>calloc(cap_conds, sizeof(uint8_t))
+        self.z.ev_chunks = <int32_t**>calloc(EV_MAX_CHUNKS, sizeof(int32_t*))
+        self.z.memo = <LexMemo**>calloc(cap_states, sizeof(LexMemo*))
+        self.z.memo_budget = DEFAULT_MEMO_BYTES
+        if (self.z.memo == NULL or self.z.trans == NULL or self.z.evref == NULL or self.z.fut == NULL or self.z.ctrans == NULL
+                or self.z.cinfo == NULL or self.z.ev_chunks == NULL):
+            raise MemoryError("glrmask runtime: cannot allocate the dynamic lexer tables")
+        self.z.cinfo[C_TRUE] = CI_KNOWN | CI_AT_END | CI_SAT
+        self.z.cinfo[C_FALSE] = CI_KNOWN
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        if self.z.trans != NULL:
+            for i in range(self.z.cap_states):
+                free(self.z.trans[i]); free(self.z.evref[i]); free(self.z.fut[i])
+                if self.z.memo != NULL:
+                    _memo_free(self.z.memo[i])
+        if self.z.ctrans != NULL:
+            for i in range(self.z.cap_conds):
+                free(self.z.ctrans[i])
+        if self.z.ev_chunks != NULL:
+            for i in range(self.z.n_chunks):
+                free(self.z.ev_chunks[i])
+        free(self.z.trans); free(self.z.evref); free(self.z.fut); free(self.z.ctrans)
+        free(self.z.cinfo); free(self.z.ev_chunks); free(self.z.memo)
+
+    cdef void _check_state(self, int32_t q) except *:
+        if q < 0 or q >= self.z.cap_states:
+            from glrmask.errors import GrammarTooComplex
+
+            raise GrammarTooComplex(f"dynamic lexer: state {q} beyond the {self.z.cap_states} the tables hold "
+                                    "(limit max_states of the lexer)")
+
+    cdef void _check_cond(self, int32_t c) except *:
+        if c < 0 or c >= self.z.cap_conds:
+            from glrmask.errors import GrammarTooComplex
+
+            raise GrammarTooComplex(f"dynamic lexer: condition {c} beyond the {self.z.cap_conds} the tables hold")
+        if not (self.z.cinfo[c] & CI_KNOWN):
+            raise ValueError(f"condition {c} is published before its verdicts (set_cond first)")
+
+    cdef void _rows_for(self, int32_t q) except *:
+        cdef int32_t* tr
+        cdef int32_t* ev
+        cdef int k
+        self._check_state(q)
+        if self.z.trans[q] != NULL:
+            return
+        tr = <int32_t*>malloc(256 * sizeof(int32_t))
+        ev = <int32_t*>malloc(256 * sizeof(int32_t))
+        if tr == NULL or ev == NULL:
+            free(tr)
+            free(ev)
+            raise MemoryError("glrmask runtime: out of memory in the dynamic lexer")
+        for k in range(256):
+            tr[k] = UNKNOWN
+            ev[k] = -1
+        glr_store_ptr(<void**>&self.z.evref[q], ev)
+        glr_store_ptr(<void**>&self.z.trans[q], tr)
+        self.n_rows += 1
+
+    cdef int32_t _events(self, const int32_t[::1] ev) except -2:
+        """Store an event list (``[term, cond, …]``); its reference, -1 for none."""
+        cdef Py_ssize_t n = ev.shape[0] // 2, k
+        cdef int32_t* chunk
+        cdef int32_t ref
+        if n == 0:
+            return -1
+        if 1 + 2 * n > EV_CHUNK:
+            from glrmask.errors import GrammarTooComplex
+
+            raise GrammarTooComplex("dynamic lexer: one byte ends too many terminals")
+        for k in range(n):
+            self._check_cond(ev[2 * k + 1])
+        if self.z.n_chunks == 0 or self.z.chunk_used + 1 + 2 * n > EV_CHUNK:
+            if self.z.n_chunks == EV_MAX_CHUNKS:
+                from glrmask.errors import GrammarTooComplex
+
+                raise GrammarTooComplex("dynamic lexer: too many event lists")
+            chunk = <int32_t*>malloc(EV_CHUNK * sizeof(int32_t))
+            if chunk == NULL:
+                raise MemoryError("glrmask runtime: out of memory in the dynamic lexer")
+            self.z.ev_chunks[self.z.n_chunks] = chunk
+            self.z.n_chunks += 1
+            self.z.chunk_used = 0
+        chunk = self.z.ev_chunks[self.z.n_chunks - 1]
+        ref = ((self.z.n_chunks - 1) << EV_CHUNK_BITS) | self.z.chunk_used
+        chunk[self.z.chunk_used] = <int32_t>n
+        for k in range(2 * n):
+            chunk[self.z.chunk_used + 1 + k] = ev[k]
+        self.z.chunk_used += 1 + 2 * n
+        return ref
+
+    def set_step(self, int32_t q, const uint8_t[::1] byte_set, int32_t q2, const int32_t[::1] events) -> None:
+        """``step(q, b) = (q2, events)`` for every byte ``b`` of ``byte_set`` (bytes the lexer steps
+        alike); ``events`` flat ``[term, cond, …]`` with every condition already :meth:`set_cond`."""
+        cdef int32_t ref
+        cdef Py_ssize_t k
+        self._rows_for(q)
+        if q2 != DEAD:
+            self._check_state(q2)
+        ref = self._events(events)
+        for k in range(byte_set.shape[0]):
+            self.z.evref[q][byte_set[k]] = ref
+            glr_store_i32(&self.z.trans[q][byte_set[k]], q2)
+
+    def set_futures(self, int32_t q, const uint64_t[::1] words) -> None:
+        """The future terminals of state ``q`` as a bitset of ``fut_words`` words."""
+        cdef uint64_t* w
+        self._check_state(q)
+        if words.shape[0] != self.z.fut_words:
+            raise ValueError(f"futures need {self.z.fut_words} words")
+        if self.z.fut[q] != NULL:
+            return
+        w = <uint64_t*>malloc(self.z.fut_words * sizeof(uint64_t))
+        if w == NULL:
+            raise MemoryError("glrmask runtime: out of memory in the dynamic lexer")
+        memcpy(w, &words[0], self.z.fut_words * sizeof(uint64_t))
+        glr_store_ptr(<void**>&self.z.fut[q], w)
+
+    def has_cond(self, int32_t c) -> bool:
+        return 0 <= c < self.z.cap_conds and bool(self.z.cinfo[c] & CI_KNOWN)
+
+    def set_cond(self, int32_t c, bint at_end, bint satisfiable) -> None:
+        """The verdicts of condition ``c``: at the end of the document, and whether it can hold."""
+        if c < 2:
+            return
+        if c >= self.z.cap_conds:
+            self._check_cond(c)
+        self.z.cinfo[c] = CI_KNOWN | (CI_AT_END if at_end else 0) | (CI_SAT if satisfiable else 0)
+
+    def set_cond_step(self, int32_t c, const uint8_t[::1] byte_set, int32_t c2) -> None:
+        """``cond_step(c, b) = c2`` for every byte of ``byte_set`` (``c2`` already :meth:`set_cond`)."""
+        cdef int32_t* row
+        cdef Py_ssize_t k
+        self._check_cond(c)
+        self._check_cond(c2)
+        if self.z.ctrans[c] == NULL:
+            row = <int32_t*>malloc(256 * sizeof(int32_t))
+            if row == NULL:
+                raise MemoryError("glrmask runtime: out of memory in the dynamic lexer")
+            for k in range(256):
+                row[k] = UNKNOWN
+            glr_store_ptr(<void**>&self.z.ctrans[c], row)
+            self.n_cond_rows += 1
+        row = self.z.ctrans[c]
+        for k in range(byte_set.shape[0]):
+            glr_store_i32(&row[byte_set[k]], c2)
+
+
 cdef class Tables:
     """Read-only C views of one compiled mask's arrays (kept alive by this object). See
     :func:`glrmask.runtime.tables.native_tables` for how the arrays are assembled and checked."""
 
     cdef CTables t
     cdef dict _keep
+    cdef LazyLexer _lazy
+    cdef object _resolve
     cdef readonly int n_words
     cdef readonly int n_classes
     cdef readonly int class_words
@@ -301,6 +574,57 @@ cdef class Tables:
     def vocab_size(self) -> int:
         return self.t.vocab_size
 
+    @property
+    def dynamic(self) -> bool:
+        """Masks by a trie walk over a lexer explored on demand (no Parser DWA)."""
+        return bool(self.t.lazy)
+
+    def attach_dynamic(self, LazyLexer lexer, dict trie, object resolve) -> None:
+        """Make these tables dynamic: lexer entries come from ``lexer`` (filled by ``resolve(missing)``,
+        an ``int32 (n, 3)`` array of ``(kind, a, b)``: 0 step ``(q, b)``, 1 futures of ``q``,
+        2 condition step ``(c, b)``, 3 condition verdicts of ``c``), masks from a walk of
+        ``trie`` (the :class:`glrmask.trie.VocabTrie` node and token arrays)."""
+        cdef CTables* t = &self.t
+        if lexer.z.fut_words != t.fut_words:
+            raise ValueError("dynamic lexer: futures width differs from the tables'")
+        for k_name in ("node_depth", "node_internal", "node_subtree_end", "i2o_ptr", "i2o_ids"):
+            self._keep["tr_" + k_name] = np.ascontiguousarray(trie[k_name], dtype=np.int32)
+        self._keep["tr_node_byte"] = np.ascontiguousarray(trie["node_byte"], dtype=np.uint8)
+        g = self._keep
+        n = g["tr_node_depth"].shape[0]
+        if (n < 1 or g["tr_node_byte"].shape[0] != n or g["tr_node_internal"].shape[0] != n
+                or g["tr_node_subtree_end"].shape[0] != n):
+            raise ValueError("dynamic tables: inconsistent trie arrays")
+        if n > 1 and (g["tr_node_depth"][1:].min() < 1 or g["tr_node_depth"][0] != 0):
+            raise ValueError("dynamic tables: trie depths must start at the root")
+        ids = g["tr_i2o_ids"]
+        if ids.shape[0] and (ids.min() < 0 or ids.max() >= t.n_words * 32):
+            raise ValueError("dynamic tables: a token id outside the mask")
+        t.tr_n = <int32_t>n
+        t.tr_max_depth = <int32_t>g["tr_node_depth"].max()
+        t.tr_depth = _i32(g["tr_node_depth"])
+        t.tr_byte = <const uint8_t*>cnp.PyArray_DATA(g["tr_node_byte"])
+        t.tr_internal = _i32(g["tr_node_internal"])
+        t.tr_end = _i32(g["tr_node_subtree_end"])
+        t.i2o_ptr = _i32(g["tr_i2o_ptr"])
+        t.i2o_ids = _i32(g["tr_i2o_ids"])
+        self._lazy = lexer
+        self._resolve = resolve
+        t.lz = &lexer.z
+        if not -1 <= t.lex_init < lexer.z.cap_states:
+            raise ValueError("dynamic tables: the initial lexer state is outside the lexer")
+        t.lazy = 1
+
+    cdef void _resolve_missing(self, int32_t* buf, Py_ssize_t n, bint first) except *:
+        """Explore the entries a step reported missing (``buf``: ``n`` ints, freed here; ``first``:
+        the first round of one operation, which starts its exploration budget)."""
+        arr = np.empty((n // 3, 3), dtype=np.int32)
+        cdef int32_t[:, ::1] v = arr
+        if n:
+            memcpy(&v[0, 0], buf, n * sizeof(int32_t))
+        free(buf)
+        self._resolve(arr, first)
+
     def new_state(self):
         """A fresh request: its own family, one record holding the initial configuration."""
         return _new_state(self)
@@ -325,6 +649,8 @@ ctypedef struct CFamily:
     IVec rec_prev
     IVec rec_depth
     IVec rec_flags
+    IVec rec_step          # what each record committed: token id, or -2 - offset of [n, bytes…] in bpool
+    IVec bpool
     # scratch (reused across calls; grows, never shrinks)
     IVec s_lanes           # current lanes being stepped
     IVec s_out             # proto-lane entries [lex, nc, conds..., node]
@@ -335,6 +661,22 @@ ctypedef struct CFamily:
     IVec s_clo_state       # reduce closure items (state, parent)
     IVec s_clo_parent
     IVec s_front
+    IVec s_miss            # dynamic tables: (kind, a, b) entries a step needed but did not find
+    IVec w_pool            # dynamic masks: the snapshot of every trie level being walked
+    IVec w_lvl             # start of each level's snapshot in w_pool
+    int64_t h_grows        # hash-table rebuilds (a walk's speculative nodes are undone unless one happened)
+    IVec m_pairs           # lexeme-memo build: (end state, token id) pairs, then counts
+    IVec m_front           # lexeme-memo build: (node, state) pairs
+    IVec m_lvlq            # lexeme-memo build: the lexer state of each trie level
+    IVec m_cache           # frontier steps of one mask: (state, byte, offset, length)…
+    IVec m_cpool           # … and their snapshots
+    IVec lm_snap[LM_SLOTS] # the snapshots of the last dynamic masks, and the masks (before end tokens)
+    uint32_t* lm_words     # LM_SLOTS rows
+    int64_t lm_used[LM_SLOTS]  # last use (0: empty)
+    int64_t lm_clock
+    int fc_on              # dynamic masks: memoize feeds (see _feed)
+    int32_t* fc_slot       # FC_SLOTS offsets into fc_pool (-1: empty)
+    IVec fc_pool
     uint64_t* s_bits       # class bitsets: acc, seed, lane (3 * cw)
     int32_t cw
 
@@ -373,6 +715,7 @@ cdef int _h_grow(CFamily* f) noexcept nogil:
     f.htab = nt
     f.hval = nv
     f.hcap = ncap
+    f.h_grows += 1
     return 0
 
 
@@ -420,10 +763,14 @@ cdef class Family:
         iv_free(&f.node_state); iv_free(&f.node_parent)
         free(f.htab); free(f.hval)
         iv_free(&f.pool); iv_free(&f.rec_snap); iv_free(&f.rec_prev); iv_free(&f.rec_depth)
-        iv_free(&f.rec_flags)
+        iv_free(&f.rec_flags); iv_free(&f.rec_step); iv_free(&f.bpool)
         iv_free(&f.s_lanes); iv_free(&f.s_out); iv_free(&f.s_idx); iv_free(&f.s_tmp)
         iv_free(&f.s_next); iv_free(&f.s_conds); iv_free(&f.s_clo_state); iv_free(&f.s_clo_parent)
-        iv_free(&f.s_front)
+        iv_free(&f.s_front); iv_free(&f.s_miss); iv_free(&f.w_pool); iv_free(&f.w_lvl)
+        iv_free(&f.m_pairs); iv_free(&f.m_front); iv_free(&f.m_lvlq); iv_free(&f.m_cache); iv_free(&f.m_cpool)
+        for i in range(LM_SLOTS):
+            iv_free(&f.lm_snap[i])
+        free(f.lm_words); free(f.fc_slot); iv_free(&f.fc_pool)
         free(f.s_bits)
         if self.lock != NULL:
             PyThread_free_lock(self.lock)
@@ -438,7 +785,7 @@ cdef class Family:
         if (iv_push(&f.pool, 1) or iv_push(&f.pool, BOUNDARY) or iv_push(&f.pool, 0)
                 or iv_push(&f.pool, 1) or iv_push(&f.pool, node)):
             return -1
-        return _push_record(f, off, -1, 0, 0)
+        return _push_record(f, off, -1, 0, 0) or iv_push(&f.rec_step, -1)
 
     @property
     def n_nodes(self) -> int:
@@ -459,6 +806,95 @@ cdef int _push_record(CFamily* f, int32_t snap, int32_t prev, int32_t depth, int
             or iv_push(&f.rec_flags, flags)):
         return -1
     return 0
+
+
+
+# ------------------------------------------------------------------------------------ lexer access
+# Static tables read the dense lexer's arrays. Dynamic tables (``lazy``) read rows explored on
+# demand: an entry not explored yet is recorded in ``f.s_miss`` and read as a dead end, and the
+# operation reports R_MISSING — the caller explores those entries (Python, the lazy lexer) and
+# runs it again, so a result built on a missing entry is never used.
+cdef inline void _miss(CFamily* f, int32_t kind, int32_t a, int32_t b) noexcept nogil:
+    if iv_reserve(&f.s_miss, f.s_miss.n + 3) == 0:
+        f.s_miss.d[f.s_miss.n] = kind
+        f.s_miss.d[f.s_miss.n + 1] = a
+        f.s_miss.d[f.s_miss.n + 2] = b
+        f.s_miss.n += 3
+
+
+cdef inline int32_t _lx_next(const CTables* t, CFamily* f, int32_t q, int32_t b) noexcept nogil:
+    """The lexer state after byte ``b`` in state ``q`` (DEAD, or UNKNOWN when not explored)."""
+    cdef int32_t* row
+    cdef int32_t v
+    if not t.lazy:
+        return t.lex_trans[<Py_ssize_t>q * 256 + b]
+    if q < 0:
+        return DEAD  # a grammar without terminals: its initial lexer state is already dead
+    row = <int32_t*>glr_load_ptr(<void* const*>&t.lz.trans[q])
+    v = UNKNOWN if row == NULL else glr_load_i32(&row[b])
+    if v == UNKNOWN:
+        _miss(f, M_STEP, q, b)
+    return v
+
+
+cdef inline int32_t _lx_events(const CTables* t, int32_t q, int32_t b, const int32_t** terms,
+                               const int32_t** conds) noexcept nogil:
+    """The events of ``(q, b)`` (an entry :func:`_lx_next` found): their number, and the terms
+    and conditions at stride 1 (static) or 2 (dynamic: ``[n, term, cond, …]``)."""
+    cdef Py_ssize_t z
+    cdef int32_t ref
+    cdef int32_t* ev
+    if not t.lazy:
+        z = <Py_ssize_t>q * 256 + b
+        terms[0] = t.ev_term + t.ev_ptr[z]
+        conds[0] = t.ev_cond + t.ev_ptr[z]
+        return t.ev_ptr[z + 1] - t.ev_ptr[z]
+    if q < 0:
+        return 0
+    ref = (<int32_t*>glr_load_ptr(<void* const*>&t.lz.evref[q]))[b]
+    if ref < 0:
+        return 0
+    ev = t.lz.ev_chunks[ref >> EV_CHUNK_BITS] + (ref & (EV_CHUNK - 1))
+    terms[0] = ev + 1
+    conds[0] = ev + 2
+    return ev[0]
+
+
+cdef inline const uint64_t* _lx_futures(const CTables* t, CFamily* f, int32_t q) noexcept nogil:
+    """The future terminals of lexer state ``q`` (NULL when not explored yet)."""
+    cdef const uint64_t* w
+    if not t.lazy:
+        return t.futures + <Py_ssize_t>q * t.fut_words
+    w = <const uint64_t*>glr_load_ptr(<void* const*>&t.lz.fut[q])
+    if w == NULL:
+        _miss(f, M_FUTURES, q, 0)
+    return w
+
+
+cdef inline int32_t _cx_next(const CTables* t, CFamily* f, int32_t c, int32_t b) noexcept nogil:
+    """A pending condition after byte ``b`` (TRUE, FALSE, pending, or UNKNOWN)."""
+    cdef int32_t* row
+    cdef int32_t v
+    if not t.lazy:
+        return t.cond_trans[<Py_ssize_t>c * 256 + b]
+    row = <int32_t*>glr_load_ptr(<void* const*>&t.lz.ctrans[c])
+    v = UNKNOWN if row == NULL else glr_load_i32(&row[b])
+    if v == UNKNOWN:
+        _miss(f, M_COND_STEP, c, b)
+    return v
+
+
+cdef inline int _cx_info(const CTables* t, CFamily* f, int32_t c, int flag) noexcept nogil:
+    """``cond_at_end`` (CI_AT_END) or ``cond_sat`` (CI_SAT) of condition ``c``. Dynamic tables
+    publish a condition's verdicts before any entry that names it; a gap reads as false."""
+    cdef uint8_t v
+    if not t.lazy:
+        return t.cond_at_end[c] if flag == CI_AT_END else t.cond_sat[c]
+    v = t.lz.cinfo[c]
+    if not (v & CI_KNOWN):
+        _miss(f, M_COND_INFO, c, 0)
+        return 0
+    return 1 if v & flag else 0
 
 
 # ------------------------------------------------------------------------------------ GLR
@@ -541,9 +977,29 @@ cdef int _can_shift(const CTables* t, CFamily* f, const int32_t* front, int32_t 
 cdef int _feed(const CTables* t, CFamily* f, const int32_t* front, int32_t n_front, int32_t term,
                IVec* out) noexcept nogil:
     """Shift ``term`` on every stack of ``front`` (all reduce alternatives): the new top nodes,
-    appended unsorted to ``out``. Returns -1 on OOM."""
-    cdef Py_ssize_t k
+    appended unsorted to ``out``. Returns -1 on OOM. During a dynamic mask (``fc_on``) results
+    are memoized by (term, frontier): the trie walk feeds the same stacks the same terminal for
+    many tokens (every digit of a number, every token that closes a string)."""
+    cdef Py_ssize_t k, n0 = out.n, j, e, probe
     cdef int32_t sh, item, node
+    cdef uint64_t h = 0
+    if f.fc_on:
+        h = _mix(<uint64_t>term * <uint64_t>0x9e3779b97f4a7c15 + <uint64_t>n_front)
+        for k in range(n_front):
+            h = _mix(h ^ <uint64_t>(<uint32_t>front[k]))
+        j = <Py_ssize_t>(h & (FC_SLOTS - 1))
+        for probe in range(8):
+            e = f.fc_slot[(j + probe) & (FC_SLOTS - 1)]
+            if e < 0:
+                break
+            if (f.fc_pool.d[e] == term and f.fc_pool.d[e + 1] == n_front
+                    and memcmp(f.fc_pool.d + e + 2, front, n_front * sizeof(int32_t)) == 0):
+                e += 2 + n_front
+                if iv_reserve(out, out.n + f.fc_pool.d[e]):
+                    return -1
+                memcpy(out.d + out.n, f.fc_pool.d + e + 1, f.fc_pool.d[e] * sizeof(int32_t))
+                out.n += f.fc_pool.d[e]
+                return 0
     if _closure(t, f, front, n_front, term):
         return -1
     for k in range(f.s_clo_state.n):
@@ -555,6 +1011,20 @@ cdef int _feed(const CTables* t, CFamily* f, const int32_t* front, int32_t n_fro
             node = _intern(f, sh, item)
             if node < 0 or iv_push(out, node):
                 return -1
+    if f.fc_on:
+        for probe in range(8):
+            if f.fc_slot[(j + probe) & (FC_SLOTS - 1)] < 0:
+                e = f.fc_pool.n
+                if iv_reserve(&f.fc_pool, e + 3 + n_front + out.n - n0):
+                    return -1
+                f.fc_pool.d[e] = term
+                f.fc_pool.d[e + 1] = n_front
+                memcpy(f.fc_pool.d + e + 2, front, n_front * sizeof(int32_t))
+                f.fc_pool.d[e + 2 + n_front] = <int32_t>(out.n - n0)
+                memcpy(f.fc_pool.d + e + 3 + n_front, out.d + n0, (out.n - n0) * sizeof(int32_t))
+                f.fc_pool.n = e + 3 + n_front + out.n - n0
+                f.fc_slot[(j + probe) & (FC_SLOTS - 1)] = <int32_t>e
+                break
     return 0
 
 
@@ -563,10 +1033,12 @@ cdef inline int _lane_survives(const CTables* t, CFamily* f, int32_t q2, const i
                                int32_t n_front) noexcept nogil:
     """A mid-lexeme lane in lexer state ``q2`` lives iff one of its future terminals is ignored
     or shiftable by its frontier (the reference recognizer with ``restrict_lexer=False``)."""
-    cdef const uint64_t* fut = t.futures + <Py_ssize_t>q2 * t.fut_words
+    cdef const uint64_t* fut = _lx_futures(t, f, q2)
     cdef int32_t w, term, lr
     cdef uint64_t word
     cdef int r
+    if fut == NULL:
+        return 0
     for w in range(t.fut_words):
         word = fut[w]
         while word:
@@ -730,6 +1202,10 @@ cdef int _step_byte(const CTables* t, CFamily* f, const int32_t* lanes, int32_t 
     cdef Py_ssize_t e, base_n, m, z
     cdef int dead, r
     cdef IVec* cv = &f.s_conds
+    cdef const int32_t* ev_terms
+    cdef const int32_t* ev_conds
+    cdef int32_t n_ev
+    cdef Py_ssize_t stride = 2 if t.lazy else 1
     f.s_out.n = 0
     f.s_idx.n = 0
     for li in range(n_lanes):
@@ -743,8 +1219,8 @@ cdef int _step_byte(const CTables* t, CFamily* f, const int32_t* lanes, int32_t 
         cv.n = 0
         dead = 0
         for k in range(nc):
-            c2 = t.cond_trans[<Py_ssize_t>conds[k] * 256 + b]
-            if c2 == C_FALSE:
+            c2 = _cx_next(t, f, conds[k], b)
+            if c2 == C_FALSE or c2 == UNKNOWN:
                 dead = 1
                 break
             if c2 != C_TRUE:
@@ -768,7 +1244,9 @@ cdef int _step_byte(const CTables* t, CFamily* f, const int32_t* lanes, int32_t 
         cv.n = m
         base_n = cv.n
         q = t.lex_init if lex == BOUNDARY else lex
-        q2 = t.lex_trans[<Py_ssize_t>q * 256 + b]
+        q2 = _lx_next(t, f, q, b)
+        if q2 == UNKNOWN:
+            continue
         if q2 != DEAD:
             r = _lane_survives(t, f, q2, front, nn)
             if r < 0:
@@ -777,11 +1255,11 @@ cdef int _step_byte(const CTables* t, CFamily* f, const int32_t* lanes, int32_t 
                 for k in range(nn):
                     if _emit(f, q2, cv.d, <int32_t>base_n, front[k]):
                         return -1
-        z = <Py_ssize_t>q * 256 + b
-        for e in range(t.ev_ptr[z], t.ev_ptr[z + 1]):
-            term = t.ev_term[e]
-            cond = t.ev_cond[e]
-            if cond == C_FALSE or (cond != C_TRUE and not t.cond_sat[cond]):
+        n_ev = _lx_events(t, q, b, &ev_terms, &ev_conds)
+        for e in range(n_ev):
+            term = ev_terms[e * stride]
+            cond = ev_conds[e * stride]
+            if cond == C_FALSE or (cond != C_TRUE and not _cx_info(t, f, cond, CI_SAT)):
                 continue
             # conditions after this event: base ∪ {cond}
             cv.n = base_n
@@ -879,7 +1357,7 @@ cdef int _accepting(const CTables* t, CFamily* f, const int32_t* snap) noexcept 
         if p[0] == BOUNDARY:
             ok = 1
             for k in range(nc):
-                if not t.cond_at_end[p[2 + k]]:
+                if not _cx_info(t, f, p[2 + k], CI_AT_END):
                     ok = 0
                     break
             if ok:
@@ -904,9 +1382,25 @@ cdef int _rec_accepting(const CTables* t, CFamily* f, int32_t rec) noexcept nogi
     return r
 
 
+cdef int _log_step(CFamily* f, int64_t token, const uint8_t* data, Py_ssize_t n) noexcept nogil:
+    """Remember what the newest record committed (a token id, or raw bytes) — a request moved to
+    another engine replays its steps."""
+    cdef Py_ssize_t k, off = f.bpool.n
+    if token >= 0:
+        return iv_push(&f.rec_step, <int32_t>token)
+    if iv_reserve(&f.bpool, off + n + 1):
+        return -1
+    f.bpool.d[off] = <int32_t>n
+    for k in range(n):
+        f.bpool.d[off + 1 + k] = data[k]
+    f.bpool.n = off + n + 1
+    return iv_push(&f.rec_step, <int32_t>(-2 - off))
+
+
 cdef int _commit(const CTables* t, CFamily* f, int32_t rec, const uint8_t* data, Py_ssize_t n,
-                 int as_token_eos, int32_t* new_rec) noexcept nogil:
-    """Append the record after ``data`` (or after an end token) to the history of ``rec``."""
+                 int as_token_eos, int64_t token, int32_t* new_rec) noexcept nogil:
+    """Append the record after ``data`` (or after an end token) to the history of ``rec``;
+    ``token``: its id, or -1 for raw bytes."""
     cdef int r
     cdef int32_t off
     if f.rec_flags.d[rec] & F_TERMINATED:
@@ -917,15 +1411,19 @@ cdef int _commit(const CTables* t, CFamily* f, int32_t rec, const uint8_t* data,
             return R_NOMEM
         if not r:
             return R_REJECTED
-        if _push_record(f, f.rec_snap.d[rec], rec, f.rec_depth.d[rec] + 1, F_TERMINATED):
+        if (_push_record(f, f.rec_snap.d[rec], rec, f.rec_depth.d[rec] + 1, F_TERMINATED)
+                or _log_step(f, token, NULL, 0)):
             return R_NOMEM
         new_rec[0] = <int32_t>(f.rec_snap.n - 1)
         return R_OK
+    f.s_miss.n = 0
     r = _step_bytes(t, f, f.pool.d + f.rec_snap.d[rec], data, n)
     if r == TOOBIG:
         return R_TOOBIG
     if r < 0:
         return R_NOMEM
+    if f.s_miss.n:
+        return R_MISSING
     if r == 0:
         return R_REJECTED
     off = <int32_t>f.pool.n
@@ -933,7 +1431,7 @@ cdef int _commit(const CTables* t, CFamily* f, int32_t rec, const uint8_t* data,
         return R_NOMEM
     memcpy(f.pool.d + off, f.s_next.d, f.s_next.n * sizeof(int32_t))
     f.pool.n += f.s_next.n
-    if _push_record(f, off, rec, f.rec_depth.d[rec] + 1, 0):
+    if _push_record(f, off, rec, f.rec_depth.d[rec] + 1, 0) or _log_step(f, token, data, n):
         return R_NOMEM
     new_rec[0] = <int32_t>(f.rec_snap.n - 1)
     return R_OK
@@ -948,9 +1446,9 @@ cdef int _commit_token(const CTables* t, CFamily* f, int32_t rec, int64_t token,
     if kind == K_NONE:
         return R_REJECTED
     if kind == K_EOS:
-        return _commit(t, f, rec, NULL, 0, 1, new_rec)
+        return _commit(t, f, rec, NULL, 0, 1, token, new_rec)
     return _commit(t, f, rec, t.tok_bytes + t.tok_off[token], t.tok_off[token + 1] - t.tok_off[token],
-                   0, new_rec)
+                   0, token, new_rec)
 
 
 # ------------------------------------------------------------------------------------ masks
@@ -1102,6 +1600,441 @@ cdef void _expand_into(const CTables* t, const uint64_t* bits, uint32_t* out, in
         _expand_direct(t, bits, out, 0)
 
 
+cdef void _undo_nodes(CFamily* f, Py_ssize_t n0, int64_t grows0) noexcept nogil:
+    """Forget the GSS nodes interned after the first ``n0`` (a dynamic mask's speculative steps):
+    deleting keys in the reverse order of their insertion restores the open-addressing table
+    exactly, unless it was rebuilt meanwhile — then it is rebuilt from the nodes kept."""
+    cdef Py_ssize_t idx, j
+    cdef int64_t key
+    cdef uint64_t m = <uint64_t>(f.hcap - 1)
+    if f.node_state.n == n0:
+        return
+    if f.h_grows != grows0:
+        for j in range(f.hcap):
+            f.htab[j] = -1
+        for idx in range(n0):
+            key = (<int64_t>f.node_state.d[idx] << 32) | <int64_t>(<uint32_t>(f.node_parent.d[idx] + 1))
+            j = <Py_ssize_t>(_mix(<uint64_t>key) & m)
+            while f.htab[j] >= 0:
+                j = <Py_ssize_t>((<uint64_t>j + 1) & m)
+            f.htab[j] = key
+            f.hval[j] = <int32_t>idx
+        f.hcount = n0
+    else:
+        idx = f.node_state.n - 1
+        while idx >= n0:
+            key = (<int64_t>f.node_state.d[idx] << 32) | <int64_t>(<uint32_t>(f.node_parent.d[idx] + 1))
+            j = <Py_ssize_t>(_mix(<uint64_t>key) & m)
+            while f.htab[j] != key:
+                j = <Py_ssize_t>((<uint64_t>j + 1) & m)
+            f.htab[j] = -1
+            f.hcount -= 1
+            idx -= 1
+    f.node_state.n = n0
+    f.node_parent.n = n0
+
+
+cdef int _walk_step(const CTables* t, CFamily* f, Py_ssize_t parent, int32_t b) noexcept nogil:
+    """The snapshot after byte ``b`` from the one at ``w_pool[parent]``, appended to ``w_pool``.
+    Returns its number of lanes (0: dead), -1 on OOM, TOOBIG.
+
+    The common case — no lane that survives its pending conditions ends a terminal on this byte —
+    only moves the lexers and settles the conditions (no GLR work, no sort). Walk snapshots need
+    not be canonical (lanes are independent; only committed snapshots are compared), so the lanes
+    are written in order and never merged."""
+    cdef IVec* W = &f.w_pool
+    cdef const int32_t* p = W.d + parent
+    cdef const int32_t* lp
+    cdef int32_t n_lanes = p[0], li, lex, nc, nn, q, q2, n_ev, k, m, c2, nc2, n_out = 0
+    cdef const int32_t* ev_terms
+    cdef const int32_t* ev_conds
+    cdef int32_t cbuf[16]
+    cdef Py_ssize_t psize, head, o
+    cdef int r, dead
+    # pass 1: does a surviving lane end a terminal here? (then the general step)
+    lp = p + 1
+    for li in range(n_lanes):
+        nc = lp[1]
+        nn = lp[2 + nc]
+        if nc > 16:
+            break
+        dead = 0
+        for k in range(nc):
+            c2 = _cx_next(t, f, lp[2 + k], b)
+            if c2 == C_FALSE or c2 == UNKNOWN:
+                dead = 1
+                break
+        if not dead:
+            q = t.lex_init if lp[0] == BOUNDARY else lp[0]
+            q2 = _lx_next(t, f, q, b)
+            if q2 != UNKNOWN and _lx_events(t, q, b, &ev_terms, &ev_conds):
+                break
+        lp = lp + 3 + nc + nn
+    else:
+        # pass 2: every lane moves its lexer only
+        psize = lp - p
+        if iv_reserve(W, W.n + psize):
+            return -1
+        p = W.d + parent
+        head = W.n
+        o = head + 1
+        lp = p + 1
+        for li in range(n_lanes):
+            nc = lp[1]
+            nn = lp[2 + nc]
+            q = t.lex_init if lp[0] == BOUNDARY else lp[0]
+            q2 = _lx_next(t, f, q, b)
+            nc2 = 0
+            dead = q2 == UNKNOWN or q2 == DEAD
+            for k in range(nc):
+                if dead:
+                    break
+                c2 = _cx_next(t, f, lp[2 + k], b)
+                if c2 == C_FALSE or c2 == UNKNOWN:
+                    dead = 1
+                elif c2 != C_TRUE:
+                    m = nc2
+                    while m > 0 and cbuf[m - 1] > c2:
+                        cbuf[m] = cbuf[m - 1]
+                        m -= 1
+                    if m > 0 and cbuf[m - 1] == c2:
+                        while m < nc2:
+                            cbuf[m] = cbuf[m + 1]
+                            m += 1
+                        continue
+                    cbuf[m] = c2
+                    nc2 += 1
+            if not dead:
+                r = _lane_survives(t, f, q2, lp + 3 + nc, nn)
+                if r < 0:
+                    return -1
+                p = W.d + parent  # _lane_survives never touches w_pool, but keep p honest
+                if r:
+                    W.d[o] = q2
+                    W.d[o + 1] = nc2
+                    for k in range(nc2):
+                        W.d[o + 2 + k] = cbuf[k]
+                    W.d[o + 2 + nc2] = nn
+                    memcpy(W.d + o + 3 + nc2, lp + 3 + nc, nn * sizeof(int32_t))
+                    o += 3 + nc2 + nn
+                    n_out += 1
+            lp = lp + 3 + nc + nn
+        if n_out == 0:
+            return 0
+        W.d[head] = n_out
+        W.n = o
+        return n_out
+    f.s_next.n = 0
+    r = _step_byte(t, f, p, b, &f.s_next)
+    if r <= 0:
+        return r
+    if iv_reserve(W, W.n + f.s_next.n):
+        return -1
+    memcpy(W.d + W.n, f.s_next.d, f.s_next.n * sizeof(int32_t))
+    W.n += f.s_next.n
+    return r
+
+
+cdef inline void _set_token(const CTables* t, uint32_t* out, int32_t tok) noexcept nogil:
+    """Allow every original id of internal token ``tok`` (-1: no token ends here)."""
+    cdef int32_t k, oid
+    if tok >= 0:
+        for k in range(t.i2o_ptr[tok], t.i2o_ptr[tok + 1]):
+            oid = t.i2o_ids[k]
+            out[oid >> 5] |= (<uint32_t>1) << (oid & 31)
+
+
+cdef int _walk_range(const CTables* t, CFamily* f, Py_ssize_t lo, Py_ssize_t hi, uint32_t* out) noexcept nogil:
+    """Walk the trie nodes ``[lo, hi)`` (the root's children, or one subtree), the parent of ``lo``
+    at level ``depth(lo) - 1`` of ``w_pool``. Each level keeps its snapshot, so a shared prefix is
+    stepped once for all tokens below it; a subtree is skipped once its snapshot is dead."""
+    cdef IVec* W = &f.w_pool
+    cdef IVec* L = &f.w_lvl
+    cdef Py_ssize_t i = lo
+    cdef int32_t d
+    cdef int r
+    while i < hi:
+        d = t.tr_depth[i]
+        W.n = L.d[d]
+        r = _walk_step(t, f, L.d[d - 1], t.tr_byte[i])
+        if r < 0:
+            return R_TOOBIG if r == TOOBIG else R_NOMEM
+        if r == 0:
+            i = t.tr_end[i]
+            continue
+        L.d[d + 1] = <int32_t>W.n
+        _set_token(t, out, t.tr_internal[i])
+        i += 1
+    return R_OK
+
+
+cdef LexMemo* _memo_build(const CTables* t, CFamily* f, int32_t q, int* code) noexcept nogil:
+    """The lexeme memo of lexer state ``q`` (one walk of the trie with the lexer alone), or NULL
+    with ``code`` R_MISSING (lexer entries to explore first) or R_NOMEM."""
+    cdef IVec* P = &f.m_pairs
+    cdef IVec* FR = &f.m_front
+    cdef IVec* LQ = &f.m_lvlq
+    cdef Py_ssize_t i = 1, k, n_pairs, g, n_dense, r_i
+    cdef int32_t d, qp, q2, tok, oid, maxq = -1, n_groups = 0, acc = 0, st
+    cdef int32_t n_ev
+    cdef const int32_t* ev_t
+    cdef const int32_t* ev_c
+    cdef int32_t* cnt
+    cdef int32_t* gidx
+    cdef LexMemo* m
+    P.n = 0
+    FR.n = 0
+    code[0] = R_NOMEM
+    if iv_reserve(LQ, t.tr_max_depth + 2):
+        return NULL
+    LQ.d[0] = q
+    while i < t.tr_n:
+        d = t.tr_depth[i]
+        qp = LQ.d[d - 1]
+        q2 = _lx_next(t, f, qp, t.tr_byte[i])
+        if q2 == UNKNOWN:
+            i = t.tr_end[i]
+            continue
+        n_ev = _lx_events(t, qp, t.tr_byte[i], &ev_t, &ev_c)
+        if n_ev:
+            if iv_push(FR, <int32_t>i) or iv_push(FR, qp):
+                return NULL
+            i = t.tr_end[i]
+            continue
+        if q2 == DEAD:
+            i = t.tr_end[i]
+            continue
+        LQ.d[d] = q2
+        tok = t.tr_internal[i]
+        if tok >= 0:
+            for k in range(t.i2o_ptr[tok], t.i2o_ptr[tok + 1]):
+                if iv_push(P, q2) or iv_push(P, t.i2o_ids[k]):
+                    return NULL
+            if q2 > maxq:
+                maxq = q2
+        i += 1
+    if f.s_miss.n:
+        code[0] = R_MISSING
+        return NULL
+    n_pairs = P.n // 2
+    cnt = <int32_t*>calloc(maxq + 2, sizeof(int32_t))
+    gidx = <int32_t*>malloc((maxq + 2) * sizeof(int32_t))
+    m = <LexMemo*>calloc(1, sizeof(LexMemo))
+    if cnt == NULL or gidx == NULL or m == NULL:
+        free(cnt); free(gidx); free(m)
+        return NULL
+    for k in range(n_pairs):
+        cnt[P.d[2 * k]] += 1
+    for st in range(maxq + 1):
+        if cnt[st]:
+            n_groups += 1
+    m.n_groups = n_groups
+    m.g_state = <int32_t*>malloc((n_groups + 1) * sizeof(int32_t))
+    m.g_ptr = <int32_t*>malloc((n_groups + 1) * sizeof(int32_t))
+    m.g_row = <int32_t*>malloc((n_groups + 1) * sizeof(int32_t))
+    m.g_ids = <int32_t*>malloc((n_pairs + 1) * sizeof(int32_t))
+    m.n_front = <int32_t>(FR.n // 2)
+    m.fr_node = <int32_t*>malloc((m.n_front + 1) * sizeof(int32_t))
+    m.fr_q = <int32_t*>malloc((m.n_front + 1) * sizeof(int32_t))
+    if (m.g_state == NULL or m.g_ptr == NULL or m.g_row == NULL or m.g_ids == NULL or m.fr_node == NULL
+            or m.fr_q == NULL):
+        free(cnt); free(gidx); _memo_free(m)
+        return NULL
+    g = 0
+    n_dense = 0
+    for st in range(maxq + 1):
+        if cnt[st]:
+            m.g_state[g] = st
+            m.g_ptr[g] = acc
+            m.g_row[g] = -1
+            if cnt[st] >= MEMO_DENSE_MIN:
+                m.g_row[g] = <int32_t>n_dense
+                n_dense += 1
+            gidx[st] = acc
+            acc += cnt[st]
+            g += 1
+    m.g_ptr[n_groups] = acc
+    for k in range(n_pairs):
+        st = P.d[2 * k]
+        m.g_ids[gidx[st]] = P.d[2 * k + 1]
+        gidx[st] += 1
+    free(cnt)
+    free(gidx)
+    if n_dense:
+        m.rows = <uint32_t*>calloc(n_dense * t.n_words, sizeof(uint32_t))
+        if m.rows == NULL:
+            _memo_free(m)
+            return NULL
+        for g in range(n_groups):
+            r_i = m.g_row[g]
+            if r_i >= 0:
+                for k in range(m.g_ptr[g], m.g_ptr[g + 1]):
+                    oid = m.g_ids[k]
+                    m.rows[r_i * t.n_words + (oid >> 5)] |= (<uint32_t>1) << (oid & 31)
+    for k in range(m.n_front):
+        m.fr_node[k] = FR.d[2 * k]
+        m.fr_q[k] = FR.d[2 * k + 1]
+    code[0] = R_OK
+    t.lz.memo_bytes += 4 * (3 * n_groups + n_pairs + 2 * m.n_front) + 4 * n_dense * t.n_words + 64
+    return m
+
+
+cdef int _memo_fill(const CTables* t, CFamily* f, const int32_t* snap, uint32_t* out) noexcept nogil:
+    """The mask of a one-lane snapshot without pending conditions from its lexer state's memo:
+    the groups whose end state survives the stacks, then a walk below each frontier node (the
+    first step below a frontier node is shared by every node with the same state and byte).
+    R_FALLBACK when no memo can be had now (budget spent, or another thread is building it)."""
+    cdef int32_t lex = snap[1], nn = snap[3], q, d0, b, qp, i0, j, g, k, oid, ln
+    cdef const int32_t* front = snap + 4
+    cdef CLazy* z = t.lz
+    cdef LexMemo* m
+    cdef int code = R_OK, r
+    cdef Py_ssize_t c, r_i, w
+    cdef IVec* W = &f.w_pool
+    cdef IVec* L = &f.w_lvl
+    cdef IVec* C = &f.m_cache
+    cdef IVec* CP = &f.m_cpool
+    cdef const uint32_t* row
+    q = t.lex_init if lex == BOUNDARY else lex
+    if q < 0:
+        return R_FALLBACK
+    m = <LexMemo*>glr_load_ptr(<void* const*>&z.memo[q])
+    if m == NULL:
+        if z.memo_bytes >= z.memo_budget or not glr_trylock(&z.memo_flag):
+            return R_FALLBACK
+        m = <LexMemo*>glr_load_ptr(<void* const*>&z.memo[q])
+        if m == NULL:
+            m = _memo_build(t, f, q, &code)
+            if m != NULL:
+                glr_store_ptr(<void**>&z.memo[q], m)
+        glr_unlock(&z.memo_flag)
+        if m == NULL:
+            return code
+    for g in range(m.n_groups):
+        r = _lane_survives(t, f, m.g_state[g], front, nn)
+        if r < 0:
+            return R_NOMEM
+        if r:
+            r_i = m.g_row[g]
+            if r_i >= 0:
+                row = m.rows + r_i * t.n_words
+                for w in range(t.n_words):
+                    out[w] |= row[w]
+            else:
+                for k in range(m.g_ptr[g], m.g_ptr[g + 1]):
+                    oid = m.g_ids[k]
+                    out[oid >> 5] |= (<uint32_t>1) << (oid & 31)
+    if iv_reserve(L, t.tr_max_depth + 2):
+        return R_NOMEM
+    C.n = 0
+    CP.n = 0
+    for j in range(m.n_front):
+        i0 = m.fr_node[j]
+        qp = m.fr_q[j]
+        b = t.tr_byte[i0]
+        d0 = t.tr_depth[i0]
+        # the parent: the lane in state qp over the same stacks
+        if iv_reserve(W, 4 + nn):
+            return R_NOMEM
+        W.d[0] = 1
+        W.d[1] = qp
+        W.d[2] = 0
+        W.d[3] = nn
+        memcpy(W.d + 4, front, nn * sizeof(int32_t))
+        W.n = 4 + nn
+        L.d[d0 - 1] = 0
+        L.d[d0] = <int32_t>W.n
+        r = -3
+        for c in range(C.n // 4):
+            if C.d[4 * c] == qp and C.d[4 * c + 1] == b:
+                ln = C.d[4 * c + 3]
+                if ln:
+                    if iv_reserve(W, W.n + ln):
+                        return R_NOMEM
+                    memcpy(W.d + W.n, CP.d + C.d[4 * c + 2], ln * sizeof(int32_t))
+                    W.n += ln
+                r = 1 if ln else 0
+                break
+        if r == -3:
+            r = _walk_step(t, f, 0, b)
+            if r < 0:
+                return R_TOOBIG if r == TOOBIG else R_NOMEM
+            if C.n < 4 * MAX_FRONT_CACHE:
+                ln = <int32_t>(W.n - L.d[d0]) if r else 0
+                if (iv_push(C, qp) or iv_push(C, b) or iv_push(C, <int32_t>CP.n) or iv_push(C, ln)
+                        or iv_reserve(CP, CP.n + ln)):
+                    return R_NOMEM
+                memcpy(CP.d + CP.n, W.d + L.d[d0], ln * sizeof(int32_t))
+                CP.n += ln
+        if r == 0:
+            continue
+        L.d[d0 + 1] = <int32_t>W.n
+        _set_token(t, out, t.tr_internal[i0])
+        r = _walk_range(t, f, i0 + 1, t.tr_end[i0], out)
+        if r != R_OK:
+            return r
+    return R_OK
+
+
+cdef int _dyn_fill(const CTables* t, CFamily* f, int32_t rec, uint32_t* out) noexcept nogil:
+    """The mask of record ``rec`` on dynamic tables (no Parser DWA): the request's last mask again
+    when its snapshot did not change (inside a long string), else from the lexeme memo of its
+    lexer state (one lane, no pending condition), else a walk of the whole trie. The GSS nodes
+    the walk interns are undone at the end (a request's memory does not grow with its masks)."""
+    cdef IVec* W = &f.w_pool
+    cdef IVec* L = &f.w_lvl
+    cdef const int32_t* snap = f.pool.d + f.rec_snap.d[rec]
+    cdef Py_ssize_t ln = _snap_len(snap), n0 = f.node_state.n
+    cdef int64_t grows0 = f.h_grows
+    cdef int r = R_FALLBACK
+    cdef int slot, oldest = 0
+    for slot in range(LM_SLOTS):
+        if (f.lm_used[slot] and f.lm_snap[slot].n == ln
+                and memcmp(f.lm_snap[slot].d, snap, ln * sizeof(int32_t)) == 0):
+            f.lm_clock += 1
+            f.lm_used[slot] = f.lm_clock
+            memcpy(out, f.lm_words + slot * t.n_words, t.n_words * sizeof(uint32_t))
+            return R_OK
+        if f.lm_used[slot] < f.lm_used[oldest]:
+            oldest = slot
+    memset(out, 0, t.n_words * sizeof(uint32_t))
+    if f.fc_slot == NULL:
+        f.fc_slot = <int32_t*>malloc(FC_SLOTS * sizeof(int32_t))
+        if f.fc_slot == NULL:
+            return R_NOMEM
+    memset(f.fc_slot, 0xff, FC_SLOTS * sizeof(int32_t))
+    f.fc_pool.n = 0
+    f.fc_on = 1
+    if snap[0] == 1 and snap[2] == 0:
+        r = _memo_fill(t, f, snap, out)
+    if r == R_FALLBACK:
+        memset(out, 0, t.n_words * sizeof(uint32_t))
+        if iv_reserve(L, t.tr_max_depth + 2) or iv_reserve(W, ln):
+            r = R_NOMEM
+        else:
+            memcpy(W.d, snap, ln * sizeof(int32_t))
+            W.n = ln
+            L.d[0] = 0
+            L.d[1] = <int32_t>ln
+            r = _walk_range(t, f, 1, t.tr_n, out)
+    f.fc_on = 0
+    _undo_nodes(f, n0, grows0)
+    if r != R_OK:
+        return r
+    if f.s_miss.n:
+        return R_MISSING
+    f.lm_used[oldest] = 0
+    if f.lm_words == NULL:
+        f.lm_words = <uint32_t*>malloc(LM_SLOTS * t.n_words * sizeof(uint32_t))
+    if f.lm_words != NULL and iv_reserve(&f.lm_snap[oldest], ln) == 0:
+        memcpy(f.lm_snap[oldest].d, snap, ln * sizeof(int32_t))
+        f.lm_snap[oldest].n = ln
+        memcpy(f.lm_words + oldest * t.n_words, out, t.n_words * sizeof(uint32_t))
+        f.lm_clock += 1
+        f.lm_used[oldest] = f.lm_clock
+    return R_OK
+
+
 cdef int _fill(const CTables* t, CFamily* f, int32_t rec, uint32_t* out) noexcept nogil:
     """The mask of record ``rec`` into ``out`` (``n_words`` words)."""
     cdef uint64_t* acc = f.s_bits
@@ -1110,10 +2043,15 @@ cdef int _fill(const CTables* t, CFamily* f, int32_t rec, uint32_t* out) noexcep
     if f.rec_flags.d[rec] & F_TERMINATED:
         memset(out, 0, t.n_words * sizeof(uint32_t))
         return R_OK
-    r = _class_bits(t, f, f.pool.d + f.rec_snap.d[rec], acc)
+    if t.lazy:
+        f.s_miss.n = 0
+        r = _dyn_fill(t, f, rec, out)
+    else:
+        r = _class_bits(t, f, f.pool.d + f.rec_snap.d[rec], acc)
+        if r == R_OK:
+            _expand(t, acc, out)
     if r != R_OK:
         return r
-    _expand(t, acc, out)
     if t.n_eos:
         r = _rec_accepting(t, f, rec)
         if r < 0:
@@ -1126,6 +2064,15 @@ cdef int _fill(const CTables* t, CFamily* f, int32_t rec, uint32_t* out) noexcep
 
 
 # ------------------------------------------------------------------------------------ states
+cdef int32_t* _take_missing(CFamily* f, Py_ssize_t* n) noexcept nogil:
+    """A copy of the missing entries of the last step (taken under the family lock)."""
+    cdef int32_t* buf = <int32_t*>malloc((f.s_miss.n + 1) * sizeof(int32_t))
+    n[0] = f.s_miss.n
+    if buf != NULL:
+        memcpy(buf, f.s_miss.d, f.s_miss.n * sizeof(int32_t))
+    return buf
+
+
 cdef class NativeState:
     """One request's position: a history record in its family. Immutable tables, own memory."""
 
@@ -1151,6 +2098,27 @@ cdef class NativeState:
         return self.fam.tables
 
     @property
+    def dynamic(self) -> bool:
+        """The state lives on dynamic tables (masks by a trie walk)."""
+        return self.fam.tables.t.lazy != 0
+
+    def steps(self) -> list:
+        """What was committed from the start to here, oldest first: token ids and raw ``bytes``."""
+        cdef CFamily* f = &self.fam.f
+        cdef int32_t h = self.head, v, k, off
+        out = []
+        while f.rec_prev.d[h] >= 0:
+            v = f.rec_step.d[h]
+            if v >= 0:
+                out.append(v)
+            else:
+                off = -2 - v
+                out.append(bytes([f.bpool.d[off + 1 + k] for k in range(f.bpool.d[off])]))
+            h = f.rec_prev.d[h]
+        out.reverse()
+        return out
+
+    @property
     def family(self) -> Family:
         return self.fam
 
@@ -1172,13 +2140,25 @@ cdef class NativeState:
         cdef const CTables* t = &fam.tables.t
         cdef CFamily* f = &fam.f
         cdef PyThread_type_lock lock = fam.lock
-        with nogil:
-            PyThread_acquire_lock(lock, WAIT_LOCK)
-            if token >= 0:
-                r = _commit_token(t, f, head, token, &nr)
-            else:
-                r = _commit(t, f, head, p, n, 0, &nr)
-            PyThread_release_lock(lock)
+        cdef int32_t* miss = NULL
+        cdef Py_ssize_t n_miss = 0
+        cdef int rounds = 0
+        while True:
+            with nogil:
+                PyThread_acquire_lock(lock, WAIT_LOCK)
+                if token >= 0:
+                    r = _commit_token(t, f, head, token, &nr)
+                else:
+                    r = _commit(t, f, head, p, n, 0, -1, &nr)
+                if r == R_MISSING:
+                    miss = _take_missing(f, &n_miss)
+                PyThread_release_lock(lock)
+            if r != R_MISSING:
+                break
+            if miss == NULL:
+                raise MemoryError("glrmask runtime: out of memory")
+            fam.tables._resolve_missing(miss, n_miss, rounds == 0)
+            rounds += 1
         if r == R_NOMEM or r == R_TOOBIG:
             _raise(r, "commit", t.max_stacks)
         if r == R_OK:
@@ -1207,13 +2187,27 @@ cdef class NativeState:
         cdef const CTables* t = &fam.tables.t
         cdef PyThread_type_lock lock = fam.lock
         cdef int32_t head = self.head
-        with nogil:
-            PyThread_acquire_lock(lock, WAIT_LOCK)
-            if f.rec_flags.d[head] & F_TERMINATED:
-                r = 0
-            else:
-                r = _step_bytes(t, f, f.pool.d + f.rec_snap.d[head], p, n)
-            PyThread_release_lock(lock)
+        cdef int32_t* miss = NULL
+        cdef Py_ssize_t n_miss = 0
+        cdef int rounds = 0
+        while True:
+            with nogil:
+                PyThread_acquire_lock(lock, WAIT_LOCK)
+                f.s_miss.n = 0
+                if f.rec_flags.d[head] & F_TERMINATED:
+                    r = 0
+                else:
+                    r = _step_bytes(t, f, f.pool.d + f.rec_snap.d[head], p, n)
+                if r >= 0 and f.s_miss.n:
+                    miss = _take_missing(f, &n_miss)
+                    r = MISSING_STEP
+                PyThread_release_lock(lock)
+            if r != MISSING_STEP:
+                break
+            if miss == NULL:
+                raise MemoryError("glrmask runtime: out of memory")
+            fam.tables._resolve_missing(miss, n_miss, rounds == 0)
+            rounds += 1
         if r < 0:
             _raise(R_TOOBIG if r == TOOBIG else R_NOMEM, "commit_bytes", t.max_stacks)
         return r > 0
@@ -1243,12 +2237,24 @@ cdef class NativeState:
         cdef int32_t head = self.head
         if out.shape[0] < t.n_words:
             raise ValueError(f"mask buffer holds {out.shape[0]} words, need {t.n_words}")
-        with nogil:
-            PyThread_acquire_lock(lock, WAIT_LOCK)
-            r = _fill(t, f, head, &out[0])
-            PyThread_release_lock(lock)
-        if r == R_NOMEM:
-            raise MemoryError("glrmask runtime: out of memory in get_mask")
+        cdef int32_t* miss = NULL
+        cdef Py_ssize_t n_miss = 0
+        cdef int rounds = 0
+        while True:
+            with nogil:
+                PyThread_acquire_lock(lock, WAIT_LOCK)
+                r = _fill(t, f, head, &out[0])
+                if r == R_MISSING:
+                    miss = _take_missing(f, &n_miss)
+                PyThread_release_lock(lock)
+            if r != R_MISSING:
+                break
+            if miss == NULL:
+                raise MemoryError("glrmask runtime: out of memory")
+            fam.tables._resolve_missing(miss, n_miss, rounds == 0)
+            rounds += 1
+        if r == R_NOMEM or r == R_TOOBIG:
+            _raise(r, "get_mask", t.max_stacks)
         return r
 
     def configuration(self) -> tuple:
@@ -1269,6 +2275,9 @@ cdef class NativeState:
         cdef Py_ssize_t words, rows
         cdef uint32_t* dst
         cdef int r
+        cdef int32_t* miss = NULL
+        cdef Py_ssize_t n_miss = 0
+        cdef int rounds = 0
         PyObject_GetBuffer(out, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
         try:
             fmt = view.format if view.format != NULL else b"B"
@@ -1286,18 +2295,27 @@ cdef class NativeState:
             if row < 0 or row >= rows:
                 raise ValueError(f"row {row} is outside the {rows} rows of out")
             dst = (<uint32_t*>view.buf) + row * words
-            with nogil:
-                PyThread_acquire_lock(lock, WAIT_LOCK)
-                r = _fill(t, f, head, dst)
-                PyThread_release_lock(lock)
-                if r != R_OK:
-                    memset(dst, 0, words * sizeof(uint32_t))
-                elif words > t.n_words:
-                    memset(dst + t.n_words, 0, (words - t.n_words) * sizeof(uint32_t))
+            while True:
+                with nogil:
+                    PyThread_acquire_lock(lock, WAIT_LOCK)
+                    r = _fill(t, f, head, dst)
+                    if r == R_MISSING:
+                        miss = _take_missing(f, &n_miss)
+                    PyThread_release_lock(lock)
+                    if r != R_OK:
+                        memset(dst, 0, words * sizeof(uint32_t))
+                    elif words > t.n_words:
+                        memset(dst + t.n_words, 0, (words - t.n_words) * sizeof(uint32_t))
+                if r != R_MISSING:
+                    break
+                if miss == NULL:
+                    raise MemoryError("glrmask runtime: out of memory")
+                fam.tables._resolve_missing(miss, n_miss, rounds == 0)
+                rounds += 1
         finally:
             PyBuffer_Release(&view)
-        if r == R_NOMEM:
-            raise MemoryError("glrmask runtime: out of memory in get_mask")
+        if r == R_NOMEM or r == R_TOOBIG:
+            _raise(r, "get_mask", t.max_stacks)
         return r
 
     def lanes(self) -> list:
@@ -1486,12 +2504,13 @@ cdef class FillBatch(_Batch):
 
     def finish(self) -> list:
         self._check("fill_masks")
-        return [i for i in range(self.n) if self.jobs[i].code == R_FALLBACK]
+        return [i for i in range(self.n) if self.jobs[i].code == R_FALLBACK or self.jobs[i].code == R_MISSING]
 
 
 cdef class CommitBatch(_Batch):
     """``states[i].commit(tokens[i])`` (tokens checked by the caller); :meth:`finish` moves the
-    states and returns the results (uint8: 1 committed, 0 refused)."""
+    states and returns the results (uint8: 1 committed, 0 refused, 2 not done: a dynamic
+    state met a lexer entry not explored yet — commit it on its own)."""
 
     cdef const int64_t* tokens
 
@@ -1516,4 +2535,6 @@ cdef class CommitBatch(_Batch):
             if self.jobs[i].code == R_OK:
                 (<NativeState>states[i]).head = self.jobs[i].head
                 rv[i] = 1
+            elif self.jobs[i].code == R_MISSING:
+                rv[i] = 2
         return res

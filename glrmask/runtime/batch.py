@@ -57,14 +57,19 @@ def _run(batch, n: int, n_threads: int) -> None:
 
 def fill_native(impls: Sequence, out_u32: np.ndarray, n_threads: int) -> list[int]:
     """Fill row ``i`` of ``out_u32`` (uint32 view) from native state ``impls[i]``; returns the rows
-    that need the reference fallback."""
+    that need the reference fallback or (dynamic states) a lexer entry explored first."""
     batch = FillBatch(list(impls), out_u32)
     _run(batch, len(impls), n_threads)
     return batch.finish()
 
 
 def commit_native(impls: Sequence, tokens: np.ndarray, n_threads: int) -> np.ndarray:
-    """Commit ``tokens[i]`` on native state ``impls[i]``; uint8 results."""
-    batch = CommitBatch(list(impls), np.ascontiguousarray(tokens, dtype=np.int64))
+    """Commit ``tokens[i]`` on native state ``impls[i]``; uint8 results (1 committed, 0 refused)."""
+    impls = list(impls)
+    tokens = np.ascontiguousarray(tokens, dtype=np.int64)
+    batch = CommitBatch(impls, tokens)
     _run(batch, len(impls), n_threads)
-    return batch.finish()
+    res = batch.finish()
+    for k in np.flatnonzero(res == 2).tolist():  # a dynamic lexer entry to explore first (with the GIL)
+        res[k] = impls[k].commit(int(tokens[k]))
+    return res

@@ -25,7 +25,7 @@ import numpy as np
 
 from glrmask.errors import ArtifactError
 
-__all__ = ["STORED_KEYS", "stored_arrays", "runtime_arrays_from_stored", "build_tables"]
+__all__ = ["STORED_KEYS", "stored_arrays", "runtime_arrays_from_stored", "dynamic_arrays", "build_tables"]
 
 STORED_KEYS = ("boundary_states", "start_accept", "start_state", "edge_ptr", "edge_label", "edge_target",
                "edge_accept", "default_target", "default_accept", "weights", "cond_ids", "cond_weight",
@@ -96,9 +96,7 @@ def runtime_arrays_from_stored(stored: Mapping[str, np.ndarray], lexer, table, i
     lex_trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
     n_conds = int(dfa.cond_trans.shape[0])
     names = lexer.terminal_names
-    lr_of_lex = np.asarray([table.terminal_index.get(n, -1) for n in names] or [-1], dtype=np.int32)[:len(names)]
-    ignored = set(ignore)
-    lex_ignored = np.asarray([n in ignored for n in names], dtype=np.uint8)
+    lr_of_lex, lex_ignored = _terminal_maps(names, table, ignore)
     futures = np.ascontiguousarray(dfa.futures, dtype=np.uint64)
     if futures.ndim != 2 or futures.shape[0] != lex_n or futures.shape[1] * 64 < len(names):
         raise ArtifactError("runtime: lexer futures do not cover every terminal")
@@ -118,24 +116,8 @@ def runtime_arrays_from_stored(stored: Mapping[str, np.ndarray], lexer, table, i
     if cond_at_end.shape != (n_conds,) or lexer.initial < 0 or lexer.initial >= max(lex_n, 1):
         raise ArtifactError("runtime: inconsistent lexer arrays")
 
-    shift = np.ascontiguousarray(table.shift_table, dtype=np.int32)
-    goto = np.ascontiguousarray(table.goto_table, dtype=np.int32)
-    lr_n, lr_nterm = shift.shape
-    red_off = np.ascontiguousarray(table.reduce_offsets, dtype=np.int32)
-    red_rules = np.ascontiguousarray(table.reduce_rules, dtype=np.int32)
-    rule_len = np.asarray(table.rule_len, dtype=np.int32)
-    rule_lhs = np.asarray(table.rule_lhs, dtype=np.int32)
-    _in_range(shift, -1, lr_n, "LR shift")
-    _in_range(goto, -1, lr_n, "LR goto")
-    if goto.shape[0] != lr_n:
-        raise ArtifactError("runtime: LR goto table has the wrong number of states")
-    _csr(red_off, lr_n * lr_nterm, len(red_rules), "LR reduce_offsets")
-    _in_range(red_rules, 0, len(rule_len), "LR reduce_rules")
-    _in_range(rule_lhs, 0, goto.shape[1], "LR rule_lhs")
-    _in_range(rule_len, 0, 1 << 20, "LR rule_len")
-    _in_range(lr_of_lex, -1, lr_nterm, "terminal map")
-    if not 0 <= table.start_state < lr_n or not 0 <= table.end_id < lr_nterm:
-        raise ArtifactError("runtime: LR start state or end terminal out of range")
+    lr = _lr_arrays(table, lr_of_lex)
+    lr_n = lr["shift"].shape[0]
 
     n_classes = int(_want(stored, "n_classes", np.int64, 1)[0])
     if not 0 <= n_classes < 1 << 24:
@@ -197,13 +179,69 @@ def runtime_arrays_from_stored(stored: Mapping[str, np.ndarray], lexer, table, i
         "lex_trans": lex_trans, "lex_initial": np.int64(lexer.initial), "ev_ptr": ev_ptr, "ev_term": ev_term,
         "ev_cond": ev_cond, "futures": futures, "cond_trans": cond_trans, "cond_at_end": cond_at_end,
         "cond_sat": cond_sat, "lr_of_lex": lr_of_lex, "lex_ignored": lex_ignored,
-        "shift": shift, "goto": goto, "red_off": red_off, "red_rules": red_rules, "rule_len": rule_len,
-        "rule_lhs": rule_lhs, "end_id": np.int64(table.end_id), "lr_start": np.int64(table.start_state),
+        **lr,
         "root_of_lex": root_of_lex, "start_accept": start_accept, "start_state": start_state,
         "edge_ptr": edge_ptr, "edge_label": edge_label, "edge_target": edge_target, "edge_accept": edge_accept,
         "default_target": d_target, "default_accept": d_accept, "weights": weights, "cond_fail": cond_fail,
     }
     out.update(_expansion_arrays(class_of_orig, n_classes, vocab.n_logits))
+    out.update(_token_arrays(vocab, eos_ids))
+    return out
+
+
+def _lr_arrays(table, lr_of_lex: np.ndarray) -> dict[str, np.ndarray]:
+    """The LR table's arrays for the runtime, checked (a table read from an artifact is untrusted)."""
+    shift = np.ascontiguousarray(table.shift_table, dtype=np.int32)
+    goto = np.ascontiguousarray(table.goto_table, dtype=np.int32)
+    lr_n, lr_nterm = shift.shape
+    red_off = np.ascontiguousarray(table.reduce_offsets, dtype=np.int32)
+    red_rules = np.ascontiguousarray(table.reduce_rules, dtype=np.int32)
+    rule_len = np.asarray(table.rule_len, dtype=np.int32)
+    rule_lhs = np.asarray(table.rule_lhs, dtype=np.int32)
+    _in_range(shift, -1, lr_n, "LR shift")
+    _in_range(goto, -1, lr_n, "LR goto")
+    if goto.shape[0] != lr_n:
+        raise ArtifactError("runtime: LR goto table has the wrong number of states")
+    _csr(red_off, lr_n * lr_nterm, len(red_rules), "LR reduce_offsets")
+    _in_range(red_rules, 0, len(rule_len), "LR reduce_rules")
+    _in_range(rule_lhs, 0, goto.shape[1], "LR rule_lhs")
+    _in_range(rule_len, 0, 1 << 20, "LR rule_len")
+    _in_range(lr_of_lex, -1, lr_nterm, "terminal map")
+    if not 0 <= table.start_state < lr_n or not 0 <= table.end_id < lr_nterm:
+        raise ArtifactError("runtime: LR start state or end terminal out of range")
+    return {"shift": shift, "goto": goto, "red_off": red_off, "red_rules": red_rules, "rule_len": rule_len,
+            "rule_lhs": rule_lhs, "end_id": np.int64(table.end_id), "lr_start": np.int64(table.start_state)}
+
+
+def _terminal_maps(names: Sequence[str], table, ignore: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Lexer terminal → LR terminal (-1: none) and whether the lexer terminal is ignored."""
+    lr_of_lex = np.asarray([table.terminal_index.get(n, -1) for n in names] or [-1], dtype=np.int32)[:len(names)]
+    ignored = set(ignore)
+    return lr_of_lex, np.asarray([n in ignored for n in names], dtype=np.uint8)
+
+
+def dynamic_arrays(lexer, table, ignore: Sequence[str], vocab, eos_ids: Sequence[int]) -> dict[str, np.ndarray]:
+    """The arrays of dynamic tables (:meth:`glrmask_ext.runtime.Tables.attach_dynamic`): the LR
+    table and the tokens as for a compiled mask; no Parser DWA and no token classes; the lexer
+    arrays are placeholders (its rows are explored on demand), only its initial state and the
+    width of its future sets count."""
+    names = lexer.terminal_names
+    lr_of_lex, lex_ignored = _terminal_maps(names, table, ignore)
+    fut_words = max(1, (len(names) + 63) // 64)
+    none = np.zeros(0, dtype=np.int32)
+    out = {
+        "lex_trans": np.full((1, 256), -1, dtype=np.int32), "lex_initial": np.int64(lexer.initial),
+        "ev_ptr": np.zeros(257, dtype=np.int32), "ev_term": none, "ev_cond": none,
+        "futures": np.zeros((1, fut_words), dtype=np.uint64), "cond_trans": np.zeros((2, 256), dtype=np.int32),
+        "cond_at_end": np.asarray([1, 0], dtype=np.uint8), "cond_sat": np.asarray([1, 0], dtype=np.uint8),
+        "lr_of_lex": lr_of_lex, "lex_ignored": lex_ignored,
+        **_lr_arrays(table, lr_of_lex),
+        "root_of_lex": np.full(1, -1, dtype=np.int32), "start_accept": none, "start_state": none,
+        "edge_ptr": np.zeros(1, dtype=np.int32), "edge_label": none, "edge_target": none, "edge_accept": none,
+        "default_target": none, "default_accept": none, "weights": np.zeros((0, 1), dtype=np.uint64),
+        "cond_fail": np.full(2, -1, dtype=np.int32),
+    }
+    out.update(_expansion_arrays(np.full(vocab.size, -1, dtype=np.int32), 0, vocab.n_logits))
     out.update(_token_arrays(vocab, eos_ids))
     return out
 

@@ -1,0 +1,141 @@
+"""The dynamic engine: native requests and masks before (or without) any compile.
+
+Why. A schema that arrives with a request cannot wait for the static compile (dense lexer, stack
+effects, Terminal and Parser DWA). The dynamic engine needs only what is cheap — the lazy lexer
+and the LR table — and still runs every request natively: the same per-request state, commit and
+GLR steps as the static engine (:mod:`glrmask_ext.runtime`), with the mask computed by a walk of
+the vocabulary trie over that state instead of the Parser DWA (DESIGN §5: each trie level keeps
+its snapshot; a subtree is skipped once dead; within a lexeme only the lexer moves).
+
+The lexer is explored on demand. Native steps read lexer rows from
+:class:`glrmask_ext.runtime.LazyLexer`; an entry not explored yet makes the step report what it
+missed, :meth:`LexerExplorer.explore` computes those entries with the Python lazy lexer (under
+one lock per mask, held only while exploring — the requests' own steps never take it) and the
+step runs again. Exploration is monotone, so after the first masks of a grammar nearly every step
+is native end to end.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from glrmask_ext.runtime import LazyLexer
+
+from .tables import build_tables, dynamic_arrays
+
+__all__ = ["DEFAULT_STEP_TRANSITIONS", "DynamicEngine", "LexerExplorer"]
+
+DEFAULT_STEP_TRANSITIONS = 200_000
+"""Lexer entries one operation (a mask or a commit) may explore (``limits["dynamic"]
+["max_step_transitions"]``; each is one step of the Python lazy lexer, an explored entry costs
+nothing again): the per-step fuel of DESIGN §4.11 — a pathological lexer ends that request with
+:class:`~glrmask.errors.GrammarTooComplex` instead of stalling it."""
+
+_TRIE_KEYS = ("node_depth", "node_byte", "node_internal", "node_subtree_end", "i2o_ptr", "i2o_ids")
+
+
+class LexerExplorer:
+    """Fills a :class:`LazyLexer` from a Python lazy lexer, entry by entry, on request."""
+
+    M_STEP, M_FUTURES, M_COND_STEP, M_COND_INFO = 0, 1, 2, 3
+
+    def __init__(self, lexer, *, lock=None, max_step_transitions: Optional[int] = DEFAULT_STEP_TRANSITIONS) -> None:
+        self.lexer = lexer
+        self.max_step_transitions = max_step_transitions
+        self.fut_words = max(1, (len(lexer.terminal_names) + 63) // 64)
+        cap = int(lexer.max_states) + 2
+        self.native = LazyLexer(cap, cap, self.fut_words)
+        self._lock = lock if lock is not None else threading.Lock()
+        self._spent = threading.local()
+        group_of = np.zeros(256, dtype=np.int64)
+        groups = []
+        for k, g in enumerate(lexer.byte_groups):
+            group_of[list(g)] = k
+            groups.append(np.asarray(sorted(g), dtype=np.uint8))
+        self._group_of = group_of.tolist()
+        self._groups = groups
+        self.n_explored = 0
+
+    def explore(self, missing: np.ndarray, first: bool = True) -> None:
+        """Compute the entries ``missing`` names (``(kind, a, b)`` rows; see ``Tables.attach_dynamic``);
+        ``first``: the first call of one operation (its fuel starts again)."""
+        lexer, nat = self.lexer, self.native
+        if first:
+            self._spent.n = 0
+        spent = getattr(self._spent, "n", 0) + len(missing)
+        self._spent.n = spent
+        fuel = self.max_step_transitions
+        if fuel is not None and spent > fuel:
+            from glrmask.errors import GrammarTooComplex
+
+            raise GrammarTooComplex(
+                f"dynamic mask: one step needs more than {fuel} new lexer transitions (limit "
+                "max_step_transitions, limits={'dynamic': {'max_step_transitions': N}}); the terminals' "
+                "regexes create too many scanning states for the vocabulary")
+        with self._lock:
+            seen = set()
+            for kind, a, b in missing.tolist():
+                key = (kind, a, self._group_of[b] if kind in (self.M_STEP, self.M_COND_STEP) else 0)
+                if key in seen:
+                    continue
+                seen.add(key)
+                self.n_explored += 1
+                if kind == self.M_STEP:
+                    q2, events = lexer.step(a, b)
+                    flat = []
+                    for term, cond in events:
+                        self._cond(cond)
+                        flat += (term, cond)
+                    nat.set_step(a, self._groups[self._group_of[b]], q2, np.asarray(flat, dtype=np.int32))
+                elif kind == self.M_FUTURES:
+                    words = np.zeros(self.fut_words, dtype=np.uint64)
+                    for term in lexer.futures(a):
+                        words[term >> 6] |= np.uint64(1 << (term & 63))
+                    nat.set_futures(a, words)
+                elif kind == self.M_COND_STEP:
+                    c2 = lexer.cond_step(a, b)
+                    self._cond(c2)
+                    nat.set_cond_step(a, self._groups[self._group_of[b]], c2)
+                else:
+                    self._cond(a)
+
+    def _cond(self, c: int) -> None:
+        if c >= 2 and not self.native.has_cond(c):
+            self.native.set_cond(c, self.lexer.cond_at_end(c), self.lexer.cond_satisfiable(c))
+
+
+class DynamicEngine:
+    """Native requests over a lazy lexer and an LR table; masks by a native trie walk."""
+
+    kind = "dynamic"
+
+    def __init__(self, lexer, table, ignore: Sequence[str], vocab, eos_ids: Sequence[int], trie, *,
+                 recognizer: Optional[Callable] = None, lock=None, limits: Optional[dict] = None) -> None:
+        limits = dict(limits or {})
+        fuel = limits.pop("max_step_transitions", DEFAULT_STEP_TRANSITIONS)
+        if limits:
+            raise ValueError(f"unknown limits['dynamic'] keys: {sorted(limits)}")
+        if fuel is not None and (isinstance(fuel, bool) or not isinstance(fuel, int) or fuel < 1):
+            raise ValueError(f"limits['dynamic']['max_step_transitions'] must be a positive integer, got {fuel!r}")
+        self.lexer = lexer
+        self.explorer = LexerExplorer(lexer, lock=lock, max_step_transitions=fuel)
+        self._recognizer_factory = recognizer
+        self._recognizer = None
+        self.tables = build_tables(dynamic_arrays(lexer, table, ignore, vocab, eos_ids))
+        self.tables.attach_dynamic(self.explorer.native, {k: getattr(trie, k) for k in _TRIE_KEYS},
+                                   self.explorer.explore)
+        self.n_words = int(self.tables.n_words)
+        self.n_fallbacks = 0
+
+    def start(self):
+        return self.tables.new_state()
+
+    @property
+    def recognizer(self):
+        """The reference recognizer over the same lexer and LR table (the tests' oracle; built on
+        first use)."""
+        if self._recognizer is None and self._recognizer_factory is not None:
+            self._recognizer = self._recognizer_factory()
+        return self._recognizer
