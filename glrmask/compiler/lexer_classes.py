@@ -42,15 +42,19 @@ class BoundedClasses:
     higher level equals the last one)."""
 
     def __init__(self, dfa: LexerDFA, max_h: int, *, stage: str = "terminal DWA (lexer state classes)"):
-        n = dfa.n_states
-        self.n_states = n
-        budget = current_budget()
-        labels = _initial_labels(dfa)
+        ev = _event_keys(dfa)
         # bytes with identical columns (target and events) in every state are one column here
-        cols = np.concatenate([dfa.trans.astype(np.int64), _event_keys(dfa)], axis=0)
+        cols = np.concatenate([dfa.trans.astype(np.int64), ev], axis=0)
         _, first = np.unique(cols, axis=1, return_index=True)
         keep = np.sort(first)
-        trans = dfa.trans[:, keep].astype(np.int64)
+        observed = np.concatenate([dfa.futures.view(np.int64), ev[:, keep]], axis=1)
+        self._build(dfa.trans[:, keep].astype(np.int64), observed, max_h, stage)
+
+    def _build(self, trans: np.ndarray, observed: np.ndarray, max_h: int, stage: str) -> None:
+        n = trans.shape[0]
+        self.n_states = n
+        budget = current_budget()
+        labels = _row_labels(np.ascontiguousarray(observed)) if n else np.zeros(0, dtype=np.int64)
         dead = trans < 0
         safe = np.maximum(trans, 0)
         self._reps: list[list[int]] = [_smallest_member(labels)]
@@ -58,9 +62,15 @@ class BoundedClasses:
         h = 0
         while h < max_h and n_cls < n:
             budget.check(stage)
-            tgt = np.where(dead, -1, labels[safe])
-            rows = np.concatenate([labels[:, None], tgt], axis=1)
-            new = _row_labels(rows)
+            # a state alone in its class stays alone: only the others' rows can split
+            counts = np.bincount(labels, minlength=n_cls)
+            active = np.flatnonzero(counts[labels] > 1)
+            tgt = np.where(dead[active], -1, labels[safe[active]])
+            sub = _row_labels(np.concatenate([labels[active, None], tgt], axis=1))
+            new = labels.copy()
+            new[active] = n_cls + sub
+            _, new = np.unique(new, return_inverse=True)
+            new = new.reshape(-1)
             m = int(new.max()) + 1
             if m == n_cls:
                 break
@@ -112,12 +122,6 @@ def _event_keys(dfa: LexerDFA) -> np.ndarray:
             out[i] = k
         keys[nz] = out
     return keys.reshape(n, 256)
-
-
-def _initial_labels(dfa: LexerDFA) -> np.ndarray:
-    """0-equivalence: futures and the event list of every byte."""
-    first = np.concatenate([dfa.futures.view(np.int64), _event_keys(dfa)], axis=1)
-    return _row_labels(np.ascontiguousarray(first))
 
 
 def _smallest_member(labels: np.ndarray) -> list[int]:
