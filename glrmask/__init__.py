@@ -19,7 +19,7 @@ from .errors import (
     VocabError,
 )
 from .grammar.loader import load_grammar
-from .json_schema import json_schema_to_grammar, lower_json_schema
+from .json_schema import json_schema_to_grammar, lower_json_schema, lower_json_schema_ir
 from .kernels import BitmaskError, allocate_token_bitmask, apply_token_bitmask_
 from .vocab import Vocab
 
@@ -49,4 +49,5 @@ __all__ = [
     "load",
     "load_grammar",
     "lower_json_schema",
+    "lower_json_schema_ir",
 ]

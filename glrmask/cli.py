@@ -280,10 +280,9 @@ def _load(args: argparse.Namespace, *, mode: Optional[str] = None):
     if args.json_schema is not None:
         schema = read_schema_arg(args.json_schema)
         if mode == "static":  # lowered here so that its stages show progress
-            from .json_schema import lower_json_schema
+            from .json_schema import lower_json_schema_ir
 
-            text, lowering_warnings = lower_json_schema(schema, lenient=args.lenient)
-            grammar = load_grammar(text, format="lark")
+            grammar, lowering_warnings = lower_json_schema_ir(schema, lenient=args.lenient)
             grammar.warnings.extend(lowering_warnings)
             mask = _compile_with_progress(args, "JSON Schema", lambda on_stage: compile_grammar(
                 grammar, vocab, mode="static", cache_dir=cache_dir, on_stage=on_stage))

@@ -91,7 +91,7 @@ class GrammarSpec:
         if self.kind == "grammar":
             glrmask.load_grammar(self.text, format=self.format)
         else:
-            glrmask.lower_json_schema(json.loads(self.text))
+            glrmask.json_schema.lower_json_schema_ir(json.loads(self.text))
 
     def compile(self, vocab: Vocab, mode: str = "auto") -> Mask:
         if self.kind == "grammar":
