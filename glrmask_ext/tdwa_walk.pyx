@@ -372,7 +372,7 @@ cdef class _Walk:
         cdef long lo, hi
         cdef uint64_t n0, n1, n2, n3
         cdef bint whole
-        nw, loop_res = self.b.neutral_bytes(cid)
+        nw, loop_res = self.b.neutral_bytes(cid, node)
         n0, n1, n2, n3 = nw[0], nw[1], nw[2], nw[3]
         for j in range(<long>child_ptr[node], <long>child_ptr[node + 1]):
             c = self.child_node[j]

@@ -287,7 +287,8 @@ class _Builder:
         self._nn = len(self.node_internal)
         self._memo: dict[int, int] = {}  # branch id * n_trie_nodes + trie node -> DAG node
         self.dag = _Dag(max_nodes, max_weights)
-        self._neutral: dict[int, tuple[tuple[int, int, int, int], tuple]] = {}
+        self._neutral: dict = {}  # cid (or (cid, height) with classes) -> neutral_bytes
+        self._by_result: dict[int, list[tuple[tuple, list[int]]]] = {}
         self.subtree_bytes = _subtree_byte_sets(trie.child_ptr, trie.child_byte, trie.child_node)
         self.end_conds: set[int] = set()
         self.end_states: set[int] = set()
@@ -385,30 +386,65 @@ class _Builder:
         return res
 
     # ---------------------------------------------------------------- the walk
-    def neutral_bytes(self, cid: int) -> tuple[tuple[int, int, int, int], tuple]:
-        """The *looping* bytes of branch ``cid`` and their common step result ``R``, for skipping
-        whole trie subtrees: ``R`` keeps the branch as it is (``(None, cid)``) and may add exit
-        branches ``(label, cid2)`` that every looping byte kills (``TEXT: /[^,]+/`` reports a match
-        after each byte, which the next byte of the field refutes). A subtree spelled only with
-        looping bytes then denotes, for all its tokens at once, ``cid`` itself plus each exit — the
-        walk takes it in one step (most of a vocabulary, inside a string or a free-text field).
-        Returns (the bytes as four 64-bit words, ``R``); no bytes when no such ``R`` exists."""
-        hit = self._neutral.get(cid)
+    def _results_by_byte(self, cid: int) -> list[tuple[tuple, list[int]]]:
+        """``cid``'s distinct step results with the bytes giving each (ascending), cached: the
+        neutral-byte search at several heights regroups a few results, not 256 bytes."""
+        hit = self._by_result.get(cid)
         if hit is None:
-            by_result: dict[tuple, list[int]] = {}
+            groups: dict[tuple, list[int]] = {}
             for byte in range(256):
-                res = self._step(cid, byte)
-                if (None, cid) in res:
-                    by_result.setdefault(res, []).append(byte)
+                groups.setdefault(self._step(cid, byte), []).append(byte)
+            hit = self._by_result[cid] = list(groups.items())
+        return hit
+
+    def neutral_bytes(self, cid: int, node: int = 0) -> tuple[tuple[int, int, int, int], tuple]:
+        """The *looping* bytes of branch ``cid`` at trie node ``node`` and their common step
+        result ``R``, for skipping whole trie subtrees: ``R`` keeps the branch as it is
+        (``(None, cid)``) and may add exit branches ``(label, cid2)`` that every looping byte kills
+        (``TEXT: /[^,]+/`` reports a match after each byte, which the next byte of the field
+        refutes). A subtree spelled only with looping bytes then denotes, for all its tokens at
+        once, ``cid`` itself plus each exit — the walk takes it in one step (most of a
+        vocabulary, inside a string or a free-text field).
+
+        With lexer-state classes, "keeps the branch as it is" is "keeps it in its class": below a
+        node of height ``h`` (tokens at most ``h`` bytes longer), a byte whose continuation is
+        ``(h-1)``-equivalent to ``cid`` loops (a bounded string far from its bound counts
+        characters, yet no token below can reach the bound). Reading ``k`` looping bytes then
+        leaves a branch ``(h-k)``-equivalent to ``cid`` — its events, survival and end futures
+        are ``cid``'s for every token of the subtree — so the subtree's outcomes are the same
+        as with an exact loop (:mod:`glrmask.compiler.lexer_classes`).
+
+        Returns (the bytes as four 64-bit words, ``R``); no bytes when no such ``R`` exists."""
+        h = -1 if self.heights is None else self.heights[node]
+        key = cid if h < 0 else (cid, h)
+        hit = self._neutral.get(key)
+        if hit is None:
+            if h < 0:
+                def same(res):
+                    return res
+                home = (None, cid)
+            else:
+                lower = max(h - 1, 0)
+                cfgs = self._cfgs
+
+                def same(res):
+                    return tuple((lab, self.canonical(c2, lower)) if cfgs[c2][0] >= 0 else (lab, c2)
+                                 for lab, c2 in res)
+                home = (None, self.canonical(cid, lower))
+            by_result: dict[tuple, list[int]] = {}
+            for raw, byte_list in self._results_by_byte(cid):
+                norm = same(raw)
+                if home in norm:
+                    by_result.setdefault(norm, []).extend(byte_list)
             hit = ((0, 0, 0, 0), ())
             if by_result:
                 res, loop = max(by_result.items(), key=lambda kv: len(kv[1]))
-                if all(not self._step(cid2, b) for lab, cid2 in res if (lab, cid2) != (None, cid) for b in loop):
+                if all(not self._step(cid2, b) for lab, cid2 in res if (lab, cid2) != home for b in loop):
                     words = [0, 0, 0, 0]
                     for byte in loop:
                         words[byte >> 6] |= 1 << (byte & 63)
                     hit = (tuple(words), res)
-            self._neutral[cid] = hit
+            self._neutral[key] = hit
         return hit
 
     def canonical(self, cid: int, h: int) -> int:
