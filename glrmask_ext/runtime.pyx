@@ -52,6 +52,8 @@ cdef extern from *:
     static inline void glr_store_ptr(void** p, void* v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
     static inline int glr_load_i32(const int* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
     static inline void glr_store_i32(int* p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+    static inline unsigned long long glr_load_u64(const unsigned long long* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+    static inline void glr_store_u64(unsigned long long* p, unsigned long long v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
     """
     int glr_trylock(int *flag) nogil
     void glr_unlock(int *flag) nogil
@@ -61,6 +63,8 @@ cdef extern from *:
     void glr_store_ptr(void** p, void* v) nogil
     int32_t glr_load_i32(const int32_t* p) nogil
     void glr_store_i32(int32_t* p, int32_t v) nogil
+    uint64_t glr_load_u64(const uint64_t* p) nogil
+    void glr_store_u64(uint64_t* p, uint64_t v) nogil
 
 DEF BOUNDARY = -2
 DEF DEAD = -1
@@ -89,9 +93,10 @@ DEF EV_CHUNK = 65536
 DEF EV_MAX_CHUNKS = 8192
 # kinds of missing entries
 DEF M_STEP = 0
-DEF M_FUTURES = 1
+DEF M_ALIVE = 1
 DEF M_COND_STEP = 2
 DEF M_COND_INFO = 3
+DEF M_FUTURE = 4
 DEF CI_KNOWN = 1
 DEF CI_AT_END = 2
 DEF CI_SAT = 4
@@ -178,7 +183,9 @@ ctypedef struct CLazy:
     int32_t fut_words
     int32_t** trans        # [cap_states] -> 256 next states (UNKNOWN, DEAD or a state)
     int32_t** evref        # [cap_states] -> 256 event-list references (-1: no events)
-    uint64_t** fut         # [cap_states] -> fut_words words, NULL until known
+    uint64_t** fut         # [cap_states] -> [alive | known | future] bitsets of fut_words words each:
+                           # the terminals whose lane lives, those whose future is known, and
+                           # which of those have one (filled per terminal, on demand)
     int32_t** ctrans       # [cap_conds] -> 256 next conditions (UNKNOWN until known)
     uint8_t* cinfo         # [cap_conds] CI_KNOWN | CI_AT_END | CI_SAT
     int32_t** ev_chunks    # event lists [n, term, cond, …] in chunks of EV_CHUNK ints
@@ -432,19 +439,35 @@ cdef class LazyLexer:
             self.z.evref[q][byte_set[k]] = ref
             glr_store_i32(&self.z.trans[q][byte_set[k]], q2)
 
-    def set_futures(self, int32_t q, const uint64_t[::1] words) -> None:
-        """The future terminals of state ``q`` as a bitset of ``fut_words`` words."""
+    def set_alive(self, int32_t q, const uint64_t[::1] words) -> None:
+        """The terminals whose lane lives in state ``q`` (a bitset of ``fut_words`` words); whether
+        each has a future is asked for separately (:meth:`set_future`)."""
         cdef uint64_t* w
+        cdef int32_t fw = self.z.fut_words
         self._check_state(q)
-        if words.shape[0] != self.z.fut_words:
-            raise ValueError(f"futures need {self.z.fut_words} words")
+        if words.shape[0] != fw:
+            raise ValueError(f"futures need {fw} words")
         if self.z.fut[q] != NULL:
             return
-        w = <uint64_t*>malloc(self.z.fut_words * sizeof(uint64_t))
+        w = <uint64_t*>calloc(3 * fw, sizeof(uint64_t))
         if w == NULL:
             raise MemoryError("glrmask runtime: out of memory in the dynamic lexer")
-        memcpy(w, &words[0], self.z.fut_words * sizeof(uint64_t))
+        memcpy(w, &words[0], fw * sizeof(uint64_t))
         glr_store_ptr(<void**>&self.z.fut[q], w)
+
+    def set_future(self, int32_t q, int32_t term, bint has_future) -> None:
+        """Whether terminal ``term`` (alive in ``q``) can still end in a match that counts."""
+        cdef uint64_t* w
+        cdef int32_t fw = self.z.fut_words
+        cdef uint64_t bit
+        self._check_state(q)
+        w = self.z.fut[q]
+        if w == NULL or term < 0 or term >= 64 * fw:
+            raise ValueError("set_future: set_alive first, and a terminal of the lexer")
+        bit = (<uint64_t>1) << (term & 63)
+        if has_future:
+            glr_store_u64(&w[2 * fw + (term >> 6)], w[2 * fw + (term >> 6)] | bit)
+        glr_store_u64(&w[fw + (term >> 6)], w[fw + (term >> 6)] | bit)
 
     def has_cond(self, int32_t c) -> bool:
         return 0 <= c < self.z.cap_conds and bool(self.z.cinfo[c] & CI_KNOWN)
@@ -581,8 +604,9 @@ cdef class Tables:
 
     def attach_dynamic(self, LazyLexer lexer, dict trie, object resolve) -> None:
         """Make these tables dynamic: lexer entries come from ``lexer`` (filled by ``resolve(missing)``,
-        an ``int32 (n, 3)`` array of ``(kind, a, b)``: 0 step ``(q, b)``, 1 futures of ``q``,
-        2 condition step ``(c, b)``, 3 condition verdicts of ``c``), masks from a walk of
+        an ``int32 (n, 3)`` array of ``(kind, a, b)``: 0 step ``(q, b)``, 1 live terminals of ``q``,
+        2 condition step ``(c, b)``, 3 condition verdicts of ``c``, 4 whether terminal ``b`` has a
+        future in ``q``), masks from a walk of
         ``trie`` (the :class:`glrmask.trie.VocabTrie` node and token arrays)."""
         cdef CTables* t = &self.t
         if lexer.z.fut_words != t.fut_words:
@@ -867,7 +891,7 @@ cdef inline const uint64_t* _lx_futures(const CTables* t, CFamily* f, int32_t q)
         return t.futures + <Py_ssize_t>q * t.fut_words
     w = <const uint64_t*>glr_load_ptr(<void* const*>&t.lz.fut[q])
     if w == NULL:
-        _miss(f, M_FUTURES, q, 0)
+        _miss(f, M_ALIVE, q, 0)
     return w
 
 
@@ -1032,25 +1056,37 @@ cdef int _feed(const CTables* t, CFamily* f, const int32_t* front, int32_t n_fro
 cdef inline int _lane_survives(const CTables* t, CFamily* f, int32_t q2, const int32_t* front,
                                int32_t n_front) noexcept nogil:
     """A mid-lexeme lane in lexer state ``q2`` lives iff one of its future terminals is ignored
-    or shiftable by its frontier (the reference recognizer with ``restrict_lexer=False``)."""
+    or shiftable by its frontier (the reference recognizer with ``restrict_lexer=False``).
+    Dynamic tables know which terminals are alive in ``q2``; whether one has a future is asked
+    only for those the frontier could take (a search of that terminal's lane, explored once)."""
     cdef const uint64_t* fut = _lx_futures(t, f, q2)
-    cdef int32_t w, term, lr
-    cdef uint64_t word
+    cdef int32_t w, term, lr, fw = t.fut_words
+    cdef uint64_t word, bit
     cdef int r
     if fut == NULL:
         return 0
-    for w in range(t.fut_words):
+    for w in range(fw):
         word = fut[w]
         while word:
             term = w * 64 + glr_ctz64(word)
             word &= word - 1
             if t.lex_ignored[term]:
-                return 1
-            lr = t.lr_of_lex[term]
-            if lr >= 0:
+                r = 1
+            else:
+                lr = t.lr_of_lex[term]
+                if lr < 0:
+                    continue
                 r = _can_shift(t, f, front, n_front, lr)
-                if r != 0:
+                if r < 0:
                     return r
+            if r and t.lazy:
+                bit = (<uint64_t>1) << (term & 63)
+                if not (glr_load_u64(&fut[fw + w]) & bit):
+                    _miss(f, M_FUTURE, q2, term)
+                    continue
+                r = 1 if fut[2 * fw + w] & bit else 0
+            if r:
+                return 1
     return 0
 
 

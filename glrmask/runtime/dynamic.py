@@ -39,7 +39,7 @@ _TRIE_KEYS = ("node_depth", "node_byte", "node_internal", "node_subtree_end", "i
 class LexerExplorer:
     """Fills a :class:`LazyLexer` from a Python lazy lexer, entry by entry, on request."""
 
-    M_STEP, M_FUTURES, M_COND_STEP, M_COND_INFO = 0, 1, 2, 3
+    M_STEP, M_ALIVE, M_COND_STEP, M_COND_INFO, M_FUTURE = 0, 1, 2, 3, 4
 
     def __init__(self, lexer, *, lock=None, max_step_transitions: Optional[int] = DEFAULT_STEP_TRANSITIONS) -> None:
         self.lexer = lexer
@@ -77,7 +77,7 @@ class LexerExplorer:
         with self._lock:
             seen = set()
             for kind, a, b in missing.tolist():
-                key = (kind, a, self._group_of[b] if kind in (self.M_STEP, self.M_COND_STEP) else 0)
+                key = (kind, a, self._group_of[b] if kind in (self.M_STEP, self.M_COND_STEP) else b)
                 if key in seen:
                     continue
                 seen.add(key)
@@ -89,11 +89,13 @@ class LexerExplorer:
                         self._cond(cond)
                         flat += (term, cond)
                     nat.set_step(a, self._groups[self._group_of[b]], q2, np.asarray(flat, dtype=np.int32))
-                elif kind == self.M_FUTURES:
+                elif kind == self.M_ALIVE:
                     words = np.zeros(self.fut_words, dtype=np.uint64)
-                    for term in lexer.futures(a):
+                    for term in lexer.alive_terminals(a):
                         words[term >> 6] |= np.uint64(1 << (term & 63))
-                    nat.set_futures(a, words)
+                    nat.set_alive(a, words)
+                elif kind == self.M_FUTURE:
+                    nat.set_future(a, b, lexer.has_future(a, b))
                 elif kind == self.M_COND_STEP:
                     c2 = lexer.cond_step(a, b)
                     self._cond(c2)
