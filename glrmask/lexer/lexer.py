@@ -323,6 +323,16 @@ class Lexer:
             t for t, ts in self._js[state] if self._lane_future(t, ts)
         )
 
+    def has_future(self, state: int, terminal: int) -> bool:
+        """``terminal in futures(state)``, searching that terminal's lane only (the dynamic
+        runtime asks only about terminals the parser could take next)."""
+        if state < 0:
+            return False
+        for t, ts in self._js[state]:
+            if t == terminal:
+                return self._lane_future(t, ts)
+        return False
+
     def cond_step(self, cond: int, byte: int) -> int:
         """Advance a condition over one more byte: TRUE, FALSE or a pending condition."""
         if cond < 2:
