@@ -619,21 +619,22 @@ def us(ns: float) -> str:
 
 def row(label: str, ns: np.ndarray) -> list[str]:
     if not len(ns):
-        return [label, "0"] + ["–"] * (len(QUANTILES) + 2)
+        return [label, "0"] + ["–"] * (len(QUANTILES) + 3)
     qs = np.percentile(ns, QUANTILES)
-    return [label, f"{len(ns):,}"] + [us(q) for q in qs] + [us(float(ns.max())), us(float(ns.mean()))]
+    return ([label, f"{len(ns):,}"] + [us(q) for q in qs] + [us(float(ns.max())), us(float(ns.mean())),
+                                                             f"{int(np.count_nonzero(ns > 1_000_000)):,}"])
 
 
 def ratio_row(label: str, num: np.ndarray, den: np.ndarray) -> list[str]:
     if not len(num) or not len(den):
-        return [label, ""] + ["–"] * (len(QUANTILES) + 2)
+        return [label, ""] + ["–"] * (len(QUANTILES) + 3)
     qn, qd = np.percentile(num, QUANTILES), np.percentile(den, QUANTILES)
     return ([label, ""] + [f"{a / b:.2f}×" for a, b in zip(qn, qd)]
-            + [f"{num.max() / den.max():.2f}×", f"{num.mean() / den.mean():.2f}×"])
+            + [f"{num.max() / den.max():.2f}×", f"{num.mean() / den.mean():.2f}×", ""])
 
 
 def md_table(rows: list[list[str]]) -> str:
-    header = ["condition", "tokens"] + [f"p{q:g}" for q in QUANTILES] + ["max", "mean"]
+    header = ["condition", "tokens"] + [f"p{q:g}" for q in QUANTILES] + ["max", "mean", "tokens > 1 ms"]
     ws = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     out = ["| " + " | ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, ws))) + " |",
            "|" + "|".join("-" * (w + 2) if i == 0 else "-" * (w + 1) + ":" for i, w in enumerate(ws)) + "|"]
