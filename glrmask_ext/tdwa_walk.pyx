@@ -299,7 +299,7 @@ cdef class _Walk:
     cdef Dag dag
     cdef list node_internal, child_ptr, child_byte, child_node, cfgs, cfg_steps, sub_lo, sub_hi
     cdef const uint64_t[:, ::1] sub_bytes
-    cdef dict open_labels, canon
+    cdef dict open_labels, canon, neutral
     cdef set end_conds, end_states
     cdef list heights
     cdef long max_height
@@ -321,6 +321,7 @@ cdef class _Walk:
         self.sub_bytes = b.subtree_bytes
         self.heights = b.heights  # None: branches are keyed as they are
         self.canon = b._canon
+        self.neutral = b._neutral
         self.max_height = b.max_height
 
     cdef long canonical(self, long cid, long node) except? -2:
@@ -372,7 +373,11 @@ cdef class _Walk:
         cdef long lo, hi
         cdef uint64_t n0, n1, n2, n3
         cdef bint whole
-        nw, loop_res = self.b.neutral_bytes(cid, node)
+        nkey = cid if self.heights is None else cid * self.max_height + <long>self.heights[node]
+        hit = self.neutral.get(nkey)
+        if hit is None:
+            hit = self.b.neutral_bytes(cid, node)
+        nw, loop_res = hit
         n0, n1, n2, n3 = nw[0], nw[1], nw[2], nw[3]
         for j in range(<long>child_ptr[node], <long>child_ptr[node + 1]):
             c = self.child_node[j]

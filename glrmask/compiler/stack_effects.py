@@ -337,18 +337,31 @@ class _TableView:
     def __init__(self, table: LRTable) -> None:
         self.table = table
         self.rows = table.rows
-        self.goto = table.goto_table.tolist()
+        # the goto table is dense (states x nonterminals) but holds few entries (~one per
+        # state): sparse rows and columns, read off its nonzero cells
+        src, nts = np.nonzero(table.goto_table >= 0)
+        tgt = table.goto_table[src, nts]
+        self.goto: list[dict[int, int]] = [{} for _ in range(table.goto_table.shape[0])]
+        self._goto_col: dict[int, list[tuple[int, int]]] = {}
+        for s, nt, g in zip(src.tolist(), nts.tolist(), tgt.tolist()):  # by state, then nt
+            self.goto[s][nt] = g
+            self._goto_col.setdefault(nt, []).append((s, g))
         self.rule_len = table.rule_len
         self.rule_lhs = table.rule_lhs
-        self._goto_col: dict[int, list[tuple[int, int]]] = {}
+
+    def acting_states(self, term: int) -> list[int]:
+        """The states with an action (shift or reduce) on terminal ``term``, ascending."""
+        table = self.table
+        n, T = table.shift_table.shape
+        has = table.shift_table[:, term] >= 0
+        off = table.reduce_offsets
+        cells = np.arange(n, dtype=np.int64) * T + term
+        has |= off[cells + 1] > off[cells]
+        return np.flatnonzero(has).tolist()
 
     def goto_sources(self, nt: int) -> list[tuple[int, int]]:
         """``(state, goto(state, nt))`` for every state with a goto on ``nt``, by state."""
-        col = self._goto_col.get(nt)
-        if col is None:
-            col = [(s, row[nt]) for s, row in enumerate(self.goto) if row[nt] >= 0]
-            self._goto_col[nt] = col
-        return col
+        return self._goto_col.get(nt, [])
 
 
 # Read nodes of the nondeterministic automaton. ROOT reads the initial top explicitly;
@@ -409,7 +422,7 @@ class _TerminalBuilder:
                     n_pop, nt = ctx.rule_len[r], ctx.rule_lhs[r]
                     if n_pop < len(seg):
                         rest = seg[: len(seg) - n_pop]
-                        g = ctx.goto[rest[-1]][nt]
+                        g = ctx.goto[rest[-1]].get(nt, -1)
                         if g >= 0:  # a missing goto cannot happen on a stack the parser can reach
                             children.append(rest + (g,))
                     else:
@@ -442,7 +455,7 @@ class _TerminalBuilder:
             return hit
         ctx, t = self.ctx, self.t
         if node == _ROOT:
-            moves = [(s, self.closure((s,))) for s in range(len(ctx.rows)) if ctx.rows[s][t]]
+            moves = [(s, self.closure((s,))) for s in ctx.acting_states(t)]
         else:
             moves = [(s, self.closure((s, g))) for s, g in ctx.goto_sources(node[0])]
         self._moves[node] = moves

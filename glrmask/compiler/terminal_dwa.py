@@ -287,7 +287,7 @@ class _Builder:
         self._nn = len(self.node_internal)
         self._memo: dict[int, int] = {}  # branch id * n_trie_nodes + trie node -> DAG node
         self.dag = _Dag(max_nodes, max_weights)
-        self._neutral: dict = {}  # cid (or (cid, height) with classes) -> neutral_bytes
+        self._neutral: dict[int, tuple] = {}  # cid (cid * max_height + height with classes)
         self._by_result: dict[int, list[tuple[tuple, list[int]]]] = {}
         self.subtree_bytes = _subtree_byte_sets(trie.child_ptr, trie.child_byte, trie.child_node)
         self.end_conds: set[int] = set()
@@ -416,7 +416,7 @@ class _Builder:
 
         Returns (the bytes as four 64-bit words, ``R``); no bytes when no such ``R`` exists."""
         h = -1 if self.heights is None else self.heights[node]
-        key = cid if h < 0 else (cid, h)
+        key = cid if h < 0 else cid * self.max_height + h  # the walk looks this key up inline
         hit = self._neutral.get(key)
         if hit is None:
             if h < 0:
