@@ -204,6 +204,8 @@ class Lexer:
         Cheaper than a :meth:`step` per class: each live lane contributes only on the bytes where
         it survives or reports an event (a keyword literal: one or two of the classes), so the
         cost is the lanes' live entries, not classes times lanes."""
+        if state < 0:  # DEAD (the initial state of a lexer without terminals) stays DEAD
+            return [0] * 256, [(-1, ())]
         cls, reps = self.byte_classes(state)
         row = self._js_rows[state]
         if all(x is not None for x in row):
