@@ -166,12 +166,18 @@ ctypedef struct LexMemo:
     int32_t n_front
     int32_t* fr_node
     int32_t* fr_q          # lexer state before the node's byte
+    # while it is being built (a walk that met lexer entries not explored yet resumes from the
+    # subtrees it had to leave, instead of walking the whole trie again)
+    IVec b_pairs           # (end state, token id)
+    IVec b_front           # (node, state)
+    IVec b_pend            # (node, state before its byte): subtrees left for the next round
 
 
 cdef void _memo_free(LexMemo* m) noexcept nogil:
     if m != NULL:
         free(m.g_state); free(m.g_ptr); free(m.g_ids); free(m.g_row); free(m.rows)
         free(m.fr_node); free(m.fr_q)
+        iv_free(&m.b_pairs); iv_free(&m.b_front); iv_free(&m.b_pend)
         free(m)
 
 
@@ -193,6 +199,7 @@ ctypedef struct CLazy:
     int32_t chunk_used
     # lexeme memo (one per lexer state, built on first use, then shared by every request)
     LexMemo** memo
+    LexMemo** building     # [cap_states] memos whose walk met unexplored lexer entries (under memo_flag)
     int memo_flag          # try-lock of the builder (a busy builder is bypassed, never awaited)
     int64_t memo_bytes
     int64_t memo_budget
@@ -336,8 +343,9 @@ cdef class LazyLexer:
         self.z.cinfo = <uint8_t*>calloc(cap_conds, sizeof(uint8_t))
         self.z.ev_chunks = <int32_t**>calloc(EV_MAX_CHUNKS, sizeof(int32_t*))
         self.z.memo = <LexMemo**>calloc(cap_states, sizeof(LexMemo*))
+        self.z.building = <LexMemo**>calloc(cap_states, sizeof(LexMemo*))
         self.z.memo_budget = DEFAULT_MEMO_BYTES
-        if (self.z.memo == NULL or self.z.trans == NULL or self.z.evref == NULL or self.z.fut == NULL or self.z.ctrans == NULL
+        if (self.z.memo == NULL or self.z.building == NULL or self.z.trans == NULL or self.z.evref == NULL or self.z.fut == NULL or self.z.ctrans == NULL
                 or self.z.cinfo == NULL or self.z.ev_chunks == NULL):
             raise MemoryError("glrmask runtime: cannot allocate the dynamic lexer tables")
         self.z.cinfo[C_TRUE] = CI_KNOWN | CI_AT_END | CI_SAT
@@ -350,6 +358,8 @@ cdef class LazyLexer:
                 free(self.z.trans[i]); free(self.z.evref[i]); free(self.z.fut[i])
                 if self.z.memo != NULL:
                     _memo_free(self.z.memo[i])
+                if self.z.building != NULL:
+                    _memo_free(self.z.building[i])
         if self.z.ctrans != NULL:
             for i in range(self.z.cap_conds):
                 free(self.z.ctrans[i])
@@ -357,7 +367,7 @@ cdef class LazyLexer:
             for i in range(self.z.n_chunks):
                 free(self.z.ev_chunks[i])
         free(self.z.trans); free(self.z.evref); free(self.z.fut); free(self.z.ctrans)
-        free(self.z.cinfo); free(self.z.ev_chunks); free(self.z.memo)
+        free(self.z.cinfo); free(self.z.ev_chunks); free(self.z.memo); free(self.z.building)
 
     cdef void _check_state(self, int32_t q) except *:
         if q < 0 or q >= self.z.cap_states:
@@ -1804,37 +1814,26 @@ cdef int _walk_range(const CTables* t, CFamily* f, Py_ssize_t lo, Py_ssize_t hi,
     return R_OK
 
 
-cdef LexMemo* _memo_build(const CTables* t, CFamily* f, int32_t q, int* code) noexcept nogil:
-    """The lexeme memo of lexer state ``q`` (one walk of the trie with the lexer alone), or NULL
-    with ``code`` R_MISSING (lexer entries to explore first) or R_NOMEM."""
-    cdef IVec* P = &f.m_pairs
-    cdef IVec* FR = &f.m_front
+cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+    """The lexer-only walk of trie nodes ``[lo, hi)`` (parent state at level ``depth(lo) - 1`` of
+    ``m_lvlq``) into the memo being built. -1 on OOM."""
     cdef IVec* LQ = &f.m_lvlq
-    cdef Py_ssize_t i = 1, k, n_pairs, g, n_dense, r_i
-    cdef int32_t d, qp, q2, tok, oid, maxq = -1, n_groups = 0, acc = 0, st
-    cdef int32_t n_ev
+    cdef Py_ssize_t i = lo, k
+    cdef int32_t d, qp, q2, tok
     cdef const int32_t* ev_t
     cdef const int32_t* ev_c
-    cdef int32_t* cnt
-    cdef int32_t* gidx
-    cdef LexMemo* m
-    P.n = 0
-    FR.n = 0
-    code[0] = R_NOMEM
-    if iv_reserve(LQ, t.tr_max_depth + 2):
-        return NULL
-    LQ.d[0] = q
-    while i < t.tr_n:
+    while i < hi:
         d = t.tr_depth[i]
         qp = LQ.d[d - 1]
         q2 = _lx_next(t, f, qp, t.tr_byte[i])
         if q2 == UNKNOWN:
+            if iv_push(&m.b_pend, <int32_t>i) or iv_push(&m.b_pend, qp):
+                return -1
             i = t.tr_end[i]
             continue
-        n_ev = _lx_events(t, qp, t.tr_byte[i], &ev_t, &ev_c)
-        if n_ev:
-            if iv_push(FR, <int32_t>i) or iv_push(FR, qp):
-                return NULL
+        if _lx_events(t, qp, t.tr_byte[i], &ev_t, &ev_c):
+            if iv_push(&m.b_front, <int32_t>i) or iv_push(&m.b_front, qp):
+                return -1
             i = t.tr_end[i]
             continue
         if q2 == DEAD:
@@ -1844,20 +1843,64 @@ cdef LexMemo* _memo_build(const CTables* t, CFamily* f, int32_t q, int* code) no
         tok = t.tr_internal[i]
         if tok >= 0:
             for k in range(t.i2o_ptr[tok], t.i2o_ptr[tok + 1]):
-                if iv_push(P, q2) or iv_push(P, t.i2o_ids[k]):
-                    return NULL
-            if q2 > maxq:
-                maxq = q2
+                if iv_push(&m.b_pairs, q2) or iv_push(&m.b_pairs, t.i2o_ids[k]):
+                    return -1
         i += 1
-    if f.s_miss.n:
+    return 0
+
+
+cdef LexMemo* _memo_build(const CTables* t, CFamily* f, int32_t q, int* code) noexcept nogil:
+    """The lexeme memo of lexer state ``q`` (a walk of the trie with the lexer alone), or NULL with
+    ``code`` R_MISSING (lexer entries to explore first; the walk resumes where it stopped) or
+    R_NOMEM. Called with the builder lock held."""
+    cdef IVec* LQ = &f.m_lvlq
+    cdef IVec* P
+    cdef IVec* FR
+    cdef IVec pend
+    cdef Py_ssize_t k, n_pairs, g, n_dense, r_i, node
+    cdef int32_t oid, maxq = -1, n_groups = 0, acc = 0, st
+    cdef int32_t* cnt
+    cdef int32_t* gidx
+    cdef LexMemo* m = t.lz.building[q]
+    code[0] = R_NOMEM
+    if iv_reserve(LQ, t.tr_max_depth + 2):
+        return NULL
+    if m == NULL:
+        m = <LexMemo*>calloc(1, sizeof(LexMemo))
+        if m == NULL:
+            return NULL
+        t.lz.building[q] = m
+        LQ.d[0] = q
+        if _memo_walk(t, f, m, 1, t.tr_n):
+            t.lz.building[q] = NULL
+            _memo_free(m)
+            return NULL
+    else:
+        pend = m.b_pend
+        memset(&m.b_pend, 0, sizeof(IVec))
+        for k in range(pend.n // 2):
+            node = pend.d[2 * k]
+            LQ.d[t.tr_depth[node] - 1] = pend.d[2 * k + 1]
+            if _memo_walk(t, f, m, node, t.tr_end[node]):
+                iv_free(&pend)
+                t.lz.building[q] = NULL
+                _memo_free(m)
+                return NULL
+        iv_free(&pend)
+    if m.b_pend.n:
         code[0] = R_MISSING
         return NULL
+    t.lz.building[q] = NULL
+    P = &m.b_pairs
+    FR = &m.b_front
+    for k in range(P.n // 2):
+        if P.d[2 * k] > maxq:
+            maxq = P.d[2 * k]
     n_pairs = P.n // 2
     cnt = <int32_t*>calloc(maxq + 2, sizeof(int32_t))
     gidx = <int32_t*>malloc((maxq + 2) * sizeof(int32_t))
-    m = <LexMemo*>calloc(1, sizeof(LexMemo))
-    if cnt == NULL or gidx == NULL or m == NULL:
-        free(cnt); free(gidx); free(m)
+    if cnt == NULL or gidx == NULL:
+        free(cnt); free(gidx); _memo_free(m)
         return NULL
     for k in range(n_pairs):
         cnt[P.d[2 * k]] += 1
@@ -1910,6 +1953,8 @@ cdef LexMemo* _memo_build(const CTables* t, CFamily* f, int32_t q, int* code) no
     for k in range(m.n_front):
         m.fr_node[k] = FR.d[2 * k]
         m.fr_q[k] = FR.d[2 * k + 1]
+    iv_free(&m.b_pairs)
+    iv_free(&m.b_front)
     code[0] = R_OK
     t.lz.memo_bytes += 4 * (3 * n_groups + n_pairs + 2 * m.n_front) + 4 * n_dense * t.n_words + 64
     return m
