@@ -48,9 +48,9 @@ def _token_id(token_id, n_logits: int) -> int:
 class State:
     """Per-request parser state. Cheap to create, fork and roll back; never shared mutably.
 
-    On a static mask the state lives in native memory owned by the request (and its forks):
-    ``commit`` and masks run in C without the GIL and without any lock shared with other
-    requests."""
+    The state lives in native memory owned by the request (and its forks): ``commit`` and masks
+    run in C without the GIL and without any lock shared with other requests (on a dynamic mask,
+    lexer entries nobody explored yet are computed under the mask's lock, once for everyone)."""
 
     __slots__ = ("_mask", "_impl")
 
@@ -125,11 +125,12 @@ class Mask:
       Terminal DWA, token classes, the complete Parser DWA) and requests run on the native
       runtime: a mask is a walk of the Parser DWA over the parser stacks, in C, with no lock
       shared by requests. Only static masks can be saved.
-    * ``"dynamic"``: nothing is compiled ahead; a mask walks the vocabulary trie through the
-      reference recognizer (first mask at once, slower tail; one lock per mask).
-    * ``"auto"``: dynamic at once, static for requests started after a background compile ends
-      (:meth:`wait_static`); a compile that fails a budget leaves the mask dynamic
-      (``static_error`` says why).
+    * ``"dynamic"``: nothing is compiled ahead but the LR table and a lazy lexer; requests run on
+      the same native runtime and a mask walks the vocabulary trie over the native state (the
+      lexer is explored on demand; first mask at once).
+    * ``"auto"``: dynamic at once; when the background compile ends (:meth:`wait_static`) every
+      request, new or running, continues on the static engine at its next mask; a compile that
+      fails a budget leaves the mask dynamic (``static_error`` says why).
 
     All modes give the same masks and accept the same token sequences."""
 
