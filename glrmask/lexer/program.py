@@ -83,6 +83,7 @@ class Program:
         self.n_reps = 0
         self._budget_owner = "?"
         self._reach_lb: dict[int, bool] = {}
+        self._advanced: dict[int, int] = {}  # pc << 8 | byte -> advance(pc, byte)
 
     # -- node construction -------------------------------------------------------------------
     def _new(self, kind: int, a=None, b=None, c=None, d=None) -> int:
@@ -151,7 +152,15 @@ class Program:
     # -- byte stepping of waiting instructions ----------------------------------------------
     def advance(self, pc: int, byte: int) -> int:
         """Feed one byte to a CHAR/MID instruction: -1 (dies), the pc after the character, or a
-        MID pc (character not finished). Does not follow epsilon edges."""
+        MID pc (character not finished). Does not follow epsilon edges. Memoized: the lexer asks
+        the same (pc, byte) for every lane, atom and condition holding the pc."""
+        key = pc << 8 | byte
+        hit = self._advanced.get(key)
+        if hit is None:
+            hit = self._advanced[key] = self._advance(pc, byte)
+        return hit
+
+    def _advance(self, pc: int, byte: int) -> int:
         k = self.kind[pc]
         if k == CHAR:
             cls, cstate, nxt = self.a[pc], 0, self.b[pc]
