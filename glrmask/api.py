@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 import numpy as np

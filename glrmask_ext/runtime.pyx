@@ -84,7 +84,9 @@ DEF R_FALLBACK = 2
 DEF R_NOMEM = 3
 DEF R_TOOBIG = 4
 DEF TOOBIG = -2  # internal return value: a step exceeded max_stacks
-DEF MISSING_STEP = -4  # internal: a byte step read an entry not explored yet
+DEF OP_COMMIT = 0
+DEF OP_PROBE = 1
+DEF OP_FILL = 2
 DEF R_MISSING = 5  # dynamic tables: a lexer entry is not explored yet (the caller resolves, retries)
 MISSING = 5
 DEF UNKNOWN = -3   # dynamic tables: an entry not explored yet
@@ -2213,35 +2215,50 @@ cdef class NativeState:
             n -= 1
         self.head = h
 
-    cdef bint _advance(self, int64_t token, const uint8_t* p, Py_ssize_t n) except -1:
-        """Commit ``token`` (``token >= 0``) or the raw bytes ``p[:n]`` as one history step."""
+    cdef int _run(self, int op, int64_t token, const uint8_t* p, Py_ssize_t n, uint32_t* dst,
+                  int32_t* nr) except -100:
+        """Run one operation on this state under its family lock, without the GIL: OP_COMMIT
+        (``token``, or the bytes ``p[:n]`` when ``token < 0``; the new record in ``nr``),
+        OP_PROBE (bytes: the number of lanes after them) or OP_FILL (the mask into ``dst``). On
+        dynamic tables an operation that met lexer entries nobody explored yet is run again once
+        they are (with the GIL: the Python lazy lexer computes them). Returns its code."""
         cdef Family fam = self.fam
-        cdef int r
-        cdef int32_t nr = -1, head = self.head
         cdef const CTables* t = &fam.tables.t
         cdef CFamily* f = &fam.f
         cdef PyThread_type_lock lock = fam.lock
+        cdef int32_t head = self.head
         cdef int32_t* miss = NULL
         cdef Py_ssize_t n_miss = 0
-        cdef int rounds = 0
+        cdef int r, missing, rounds = 0
         while True:
             with nogil:
                 PyThread_acquire_lock(lock, WAIT_LOCK)
-                if token >= 0:
-                    r = _commit_token(t, f, head, token, &nr)
+                if op == OP_FILL:
+                    r = _fill(t, f, head, dst)
+                    missing = r == R_MISSING
+                elif op == OP_COMMIT:
+                    r = _commit_token(t, f, head, token, nr) if token >= 0 else _commit(t, f, head, p, n, 0, -1, nr)
+                    missing = r == R_MISSING
                 else:
-                    r = _commit(t, f, head, p, n, 0, -1, &nr)
-                if r == R_MISSING:
+                    f.s_miss.n = 0
+                    r = 0 if f.rec_flags.d[head] & F_TERMINATED else _step_bytes(t, f, f.pool.d + f.rec_snap.d[head], p, n)
+                    missing = r >= 0 and f.s_miss.n > 0
+                if missing:
                     miss = _take_missing(f, &n_miss)
                 PyThread_release_lock(lock)
-            if r != R_MISSING:
-                break
+            if not missing:
+                return r
             if miss == NULL:
                 raise MemoryError("glrmask runtime: out of memory")
             fam.tables._resolve_missing(miss, n_miss, rounds == 0)
             rounds += 1
+
+    cdef bint _advance(self, int64_t token, const uint8_t* p, Py_ssize_t n) except -1:
+        """Commit ``token`` (``token >= 0``) or the raw bytes ``p[:n]`` as one history step."""
+        cdef int32_t nr = -1
+        cdef int r = self._run(OP_COMMIT, token, p, n, NULL, &nr)
         if r == R_NOMEM or r == R_TOOBIG:
-            _raise(r, "commit", t.max_stacks)
+            _raise(r, "commit", self.fam.tables.t.max_stacks)
         if r == R_OK:
             self.head = nr
             return True
@@ -2260,37 +2277,10 @@ cdef class NativeState:
 
     def probe_bytes(self, const uint8_t[::1] data) -> bool:
         """Whether ``data`` can follow (nothing is committed)."""
-        cdef Family fam = self.fam
-        cdef int r
         cdef Py_ssize_t n = data.shape[0]
-        cdef const uint8_t* p = &data[0] if n else NULL
-        cdef CFamily* f = &fam.f
-        cdef const CTables* t = &fam.tables.t
-        cdef PyThread_type_lock lock = fam.lock
-        cdef int32_t head = self.head
-        cdef int32_t* miss = NULL
-        cdef Py_ssize_t n_miss = 0
-        cdef int rounds = 0
-        while True:
-            with nogil:
-                PyThread_acquire_lock(lock, WAIT_LOCK)
-                f.s_miss.n = 0
-                if f.rec_flags.d[head] & F_TERMINATED:
-                    r = 0
-                else:
-                    r = _step_bytes(t, f, f.pool.d + f.rec_snap.d[head], p, n)
-                if r >= 0 and f.s_miss.n:
-                    miss = _take_missing(f, &n_miss)
-                    r = MISSING_STEP
-                PyThread_release_lock(lock)
-            if r != MISSING_STEP:
-                break
-            if miss == NULL:
-                raise MemoryError("glrmask runtime: out of memory")
-            fam.tables._resolve_missing(miss, n_miss, rounds == 0)
-            rounds += 1
+        cdef int r = self._run(OP_PROBE, -1, &data[0] if n else NULL, n, NULL, NULL)
         if r < 0:
-            _raise(R_TOOBIG if r == TOOBIG else R_NOMEM, "commit_bytes", t.max_stacks)
+            _raise(R_TOOBIG if r == TOOBIG else R_NOMEM, "commit_bytes", self.fam.tables.t.max_stacks)
         return r > 0
 
     def is_accepting(self) -> bool:
@@ -2310,30 +2300,10 @@ cdef class NativeState:
 
     cpdef int fill(self, uint32_t[::1] out) except -1:
         """Write the mask into ``out`` (``n_words`` uint32 words): OK or NEEDS_FALLBACK."""
-        cdef Family fam = self.fam
-        cdef int r
-        cdef const CTables* t = &fam.tables.t
-        cdef CFamily* f = &fam.f
-        cdef PyThread_type_lock lock = fam.lock
-        cdef int32_t head = self.head
+        cdef const CTables* t = &self.fam.tables.t
         if out.shape[0] < t.n_words:
             raise ValueError(f"mask buffer holds {out.shape[0]} words, need {t.n_words}")
-        cdef int32_t* miss = NULL
-        cdef Py_ssize_t n_miss = 0
-        cdef int rounds = 0
-        while True:
-            with nogil:
-                PyThread_acquire_lock(lock, WAIT_LOCK)
-                r = _fill(t, f, head, &out[0])
-                if r == R_MISSING:
-                    miss = _take_missing(f, &n_miss)
-                PyThread_release_lock(lock)
-            if r != R_MISSING:
-                break
-            if miss == NULL:
-                raise MemoryError("glrmask runtime: out of memory")
-            fam.tables._resolve_missing(miss, n_miss, rounds == 0)
-            rounds += 1
+        cdef int r = self._run(OP_FILL, -1, NULL, 0, &out[0], NULL)
         if r == R_NOMEM or r == R_TOOBIG:
             _raise(r, "get_mask", t.max_stacks)
         return r
@@ -2348,17 +2318,10 @@ cdef class NativeState:
         no allocation, GIL released while walking. Words past ``n_words`` are zeroed. Returns OK
         or NEEDS_FALLBACK (then the row is zeroed)."""
         cdef Py_buffer view
-        cdef Family fam = self.fam
-        cdef const CTables* t = &fam.tables.t
-        cdef CFamily* f = &fam.f
-        cdef PyThread_type_lock lock = fam.lock
-        cdef int32_t head = self.head
+        cdef const CTables* t = &self.fam.tables.t
         cdef Py_ssize_t words, rows
         cdef uint32_t* dst
         cdef int r
-        cdef int32_t* miss = NULL
-        cdef Py_ssize_t n_miss = 0
-        cdef int rounds = 0
         PyObject_GetBuffer(out, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
         try:
             fmt = view.format if view.format != NULL else b"B"
@@ -2376,23 +2339,11 @@ cdef class NativeState:
             if row < 0 or row >= rows:
                 raise ValueError(f"row {row} is outside the {rows} rows of out")
             dst = (<uint32_t*>view.buf) + row * words
-            while True:
-                with nogil:
-                    PyThread_acquire_lock(lock, WAIT_LOCK)
-                    r = _fill(t, f, head, dst)
-                    if r == R_MISSING:
-                        miss = _take_missing(f, &n_miss)
-                    PyThread_release_lock(lock)
-                    if r != R_OK:
-                        memset(dst, 0, words * sizeof(uint32_t))
-                    elif words > t.n_words:
-                        memset(dst + t.n_words, 0, (words - t.n_words) * sizeof(uint32_t))
-                if r != R_MISSING:
-                    break
-                if miss == NULL:
-                    raise MemoryError("glrmask runtime: out of memory")
-                fam.tables._resolve_missing(miss, n_miss, rounds == 0)
-                rounds += 1
+            r = self._run(OP_FILL, -1, NULL, 0, dst, NULL)
+            if r != R_OK:
+                memset(dst, 0, words * sizeof(uint32_t))
+            elif words > t.n_words:
+                memset(dst + t.n_words, 0, (words - t.n_words) * sizeof(uint32_t))
         finally:
             PyBuffer_Release(&view)
         if r == R_NOMEM or r == R_TOOBIG:

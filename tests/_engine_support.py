@@ -67,3 +67,44 @@ def random_walk(mask, rng: random.Random, max_steps: int, *, stop_at_end: bool =
 
 def output_bytes(vocab, tokens) -> bytes:
     return b"".join(vocab.token_bytes(t) for t in tokens)
+
+
+@lru_cache(maxsize=None)
+def reference_masker(mask):
+    """The reference trie walk over ``mask``'s own recognizer (same lexer, same LR table)."""
+    from glrmask.reference import DynamicMasker
+
+    return DynamicMasker(mask.recognizer, mask.trie, mask.vocab.n_logits)
+
+
+def reference_words(mask, data: bytes) -> np.ndarray:
+    """The reference mask after ``data`` (end tokens included when the text is complete)."""
+    rec = mask.recognizer
+    configs = rec.step_bytes(rec.initial, data)
+    words = np.array(reference_masker(mask).token_words(configs))
+    if rec.is_accepting(configs):
+        u = words.view(np.uint32)
+        for e in mask.vocab.eos_token_ids:
+            u[e >> 5] |= np.uint32(1 << (e & 31))
+    return words
+
+
+def reachable_states(mask, max_depth: int = 6, max_sets: int = 400) -> list:
+    """(state, bytes committed) for distinct configurations reachable by allowed tokens, breadth-first."""
+    seen: dict = {}
+    layer = [(mask.start(), b"")]
+    for _ in range(max_depth + 1):
+        nxt = []
+        for state, data in layer:
+            key = state.configuration()
+            if key in seen or len(seen) >= max_sets:
+                continue
+            seen[key] = (state, data)
+            if state.is_terminated():
+                continue
+            for tok in sorted(allowed(mask.get_mask(state))):
+                child = state.fork()
+                if child.commit(tok) and not child.is_terminated():
+                    nxt.append((child, data + mask.vocab.token_bytes(tok)))
+        layer = nxt
+    return list(seen.values())

@@ -21,10 +21,9 @@ import numpy as np
 import pytest
 
 import glrmask
-from _engine_support import allowed
+from _engine_support import allowed, reachable_states, reference_words
 from _grammars import CASE_BY_NAME
 from conftest import tiny_vocab
-from glrmask.reference import DynamicMasker
 
 GRAMMARS = Path(__file__).resolve().parents[1] / "grammars"
 SHIPPED = sorted(p.name for p in GRAMMARS.glob("*.lark"))
@@ -39,46 +38,10 @@ def tiny(name: str):
     return glrmask.compile(case.grammar, tiny_vocab(list(case.pieces)), format="lark", mode="dynamic")
 
 
-@lru_cache(maxsize=None)
-def reference(mask) -> DynamicMasker:
-    return DynamicMasker(mask.recognizer, mask.trie, mask.vocab.n_logits)
-
-
-def reference_words(mask, data: bytes) -> np.ndarray:
-    """The reference mask after ``data`` (end tokens included when the text is complete)."""
-    rec = mask.recognizer
-    configs = rec.step_bytes(rec.initial, data)
-    words = np.array(reference(mask).token_words(configs))
-    if rec.is_accepting(configs):
-        u = words.view(np.uint32)
-        for e in mask.vocab.eos_token_ids:
-            u[e >> 5] |= np.uint32(1 << (e & 31))
-    return words
-
-
-def reachable(mask, max_depth: int = 6, max_states: int = 300) -> list:
-    """(state, bytes committed) for distinct configurations reachable by allowed tokens."""
-    seen: dict = {}
-    layer = [(mask.start(), b"")]
-    for _ in range(max_depth + 1):
-        nxt = []
-        for state, data in layer:
-            key = state.configuration()
-            if key in seen or len(seen) >= max_states:
-                continue
-            seen[key] = (state, data)
-            for tok in sorted(allowed(mask.get_mask(state))):
-                child = state.fork()
-                if child.commit(tok) and not child.is_terminated():
-                    nxt.append((child, data + mask.vocab.token_bytes(tok)))
-        layer = nxt
-    return list(seen.values())
-
-
 @pytest.mark.parametrize("name", HARD_CASES)
 def test_dynamic_masks_equal_the_reference_on_every_reachable_state(name):
     mask = tiny(name)
-    states = reachable(mask)
+    states = reachable_states(mask, max_sets=300)
     assert len(states) > 1
     for state, data in states:
         assert mask.get_mask(state).tobytes() == reference_words(mask, data).tobytes(), (name, data)

@@ -21,14 +21,13 @@ import numpy as np
 import pytest
 
 import glrmask
-from _engine_support import allowed
+from _engine_support import allowed, reachable_states, reference_words
 from _grammars import CASE_BY_NAME
 from conftest import DATA, tiny_vocab
 from glrmask.compiler.parser_dwa import ParserDWA
 from glrmask.compiler.stack_effects import StackEffects
 from glrmask.compiler.terminal_dwa import CLOSED, TerminalDWA, terminal_labels
 from glrmask.compiler.token_classes import TokenClasses
-from glrmask.reference import DynamicMasker
 from glrmask.errors import GrammarTooComplex
 from glrmask.reference import StackNode
 
@@ -52,46 +51,6 @@ def tiny(name: str):
     else:
         grammar, pieces = CASE_BY_NAME[name].grammar, CASE_BY_NAME[name].pieces
     return glrmask.compile(grammar, tiny_vocab(list(pieces)), format="lark", mode="static")
-
-
-def reachable_states(mask, max_depth: int = 6, max_sets: int = 400) -> list:
-    """(state, bytes committed) for distinct configurations reachable by allowed tokens, breadth-first."""
-    seen = {}
-    layer = [(mask.start(), b"")]
-    for _ in range(max_depth + 1):
-        nxt = []
-        for state, data in layer:
-            key = state.configuration()
-            if key in seen or len(seen) >= max_sets:
-                continue
-            seen[key] = (state, data)
-            if state.is_terminated():
-                continue
-            for tok in sorted(allowed(mask.get_mask(state))):
-                child = state.fork()
-                if child.commit(tok) and not child.is_terminated():
-                    nxt.append((child, data + mask.vocab.token_bytes(tok)))
-        layer = nxt
-    return list(seen.values())
-
-
-@lru_cache(maxsize=None)
-def reference(mask) -> DynamicMasker:
-    """The dynamic masker over the static mask's own reference recognizer (same dense lexer,
-    same table): the trie walk judges the native Parser-DWA walk on the same configurations."""
-    return DynamicMasker(mask.recognizer, mask.trie, mask.vocab.n_logits)
-
-
-def reference_words(mask, data: bytes) -> np.ndarray:
-    """The reference mask after ``data`` (end tokens included when the text is complete)."""
-    rec = mask.recognizer
-    configs = rec.step_bytes(rec.initial, data)
-    words = np.array(reference(mask).token_words(configs))
-    if rec.is_accepting(configs):
-        u = words.view(np.uint32)
-        for e in mask.vocab.eos_token_ids:
-            u[e >> 5] |= np.uint32(1 << (e & 31))
-    return words
 
 
 def assert_same(mask, state, data: bytes, what) -> None:
