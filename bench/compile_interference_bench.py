@@ -334,6 +334,8 @@ class CompilePool:
         pids = [s.pid for s in self.slots]
         for s in self.slots:
             s.mask.cancel_static()
+        for s in self.slots:  # joins the watcher, which removes the compile's job folder
+            s.mask.wait_static(10)
         self.slots = []
         gc.collect()
         deadline = time.monotonic() + 10
@@ -592,6 +594,7 @@ def part_b_schema(name: str, schema: dict, docs: list[list[int]], vocab, ll: Opt
             run.compile_end = ("finished: requests now static" if auto.active_mode == "static"
                                else f"failed: {str(auto.static_error).splitlines()[0][:100]}")
         auto.cancel_static()
+        auto.wait_static(10)  # joins the watcher, which removes the compile's job folder
         deadline = time.monotonic() + 10
         while not process_gone(pid) and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -799,7 +802,7 @@ def main() -> None:
     if args.compiles < 1:
         sys.exit("--compiles must be at least 1")
     # the workers are fresh interpreters (python -m glrmask.background_compile): make this checkout
-    # importable for them whatever the current directory is
+    # importable for them even where it is not the installed glrmask
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
 
     import glrmask

@@ -1,0 +1,64 @@
+"""A ``mode="auto"`` compile leaves nothing behind when the process that wanted it exits.
+
+The background compile writes its job (the grammar IR and the pickled vocabulary: 12 MB for the
+Llama-3.1 vocabulary) to a temporary folder for the worker. A server that exits, or a script that
+ends, while a compile is still running must not leave that folder (nor the worker) behind: a
+process that starts many schemas would otherwise fill the temporary disk.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Runs in a fresh interpreter: starts an auto-mode compile and exits while it is still running.
+_EXIT_WHILE_COMPILING = """
+import glrmask
+mask = glrmask.compile("grammars/sql.lark", glrmask.Vocab.default(), mode="auto")
+assert mask.static_compile_pid is not None, "the compile ended before the process did"
+print(mask.static_compile_pid, flush=True)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+@pytest.fixture(scope="module")
+def exited_while_compiling(tmp_path_factory) -> tuple[Path, int]:
+    """A process that exited while its auto-mode compile ran: its $TMPDIR and the worker's pid,
+    once the worker has had time to go."""
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("reads process states from /proc")
+    tmp = tmp_path_factory.mktemp("tmpdir")
+    env = {**os.environ, "TMPDIR": str(tmp)}  # the job folder is made under $TMPDIR
+    done = subprocess.run([sys.executable, "-c", _EXIT_WHILE_COMPILING], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    worker = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 30
+    while not _gone(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return tmp, worker
+
+
+def test_exiting_while_an_auto_compile_runs_stops_the_worker(exited_while_compiling):
+    _tmp, worker = exited_while_compiling
+    assert _gone(worker), "the compile worker outlived the process that started it"
+
+
+@pytest.mark.xfail(strict=True, reason="the watcher thread that removes the job folder is a daemon thread: "
+                                       "the interpreter exits before it runs (glrmask/background_compile.py)")
+def test_exiting_while_an_auto_compile_runs_leaves_no_job_folder(exited_while_compiling):
+    tmp, _worker = exited_while_compiling
+    assert sorted(p.name for p in tmp.iterdir()) == []
