@@ -286,7 +286,7 @@ class Mask:
 
     @property
     def n_fallbacks(self) -> int:
-        """Static masks answered by the reference masker (lanes the Parser DWA has no root for)."""
+        """Static masks answered by the trie walk (lanes the Parser DWA has no root for)."""
         return self._engine.n_fallbacks
 
     @property
@@ -374,12 +374,8 @@ class Mask:
 
     def _fill_impl(self, impl, out: np.ndarray) -> None:
         """``out``: an int32 row of at least ``n_words`` words (extra words are zeroed)."""
-        u = out.view(np.uint32)
-        if impl.fill(u) != 0:  # a lane the Parser DWA has no root for: the reference answers
+        if impl.fill(out.view(np.uint32)) != 0:  # a lane the Parser DWA has no root for: the trie walk
             self._engine_of(impl).fill_fallback(impl, out)
-            if self._eos and impl.is_accepting():
-                for t in self._eos:
-                    u[t >> 5] |= np.uint32(1 << (t & 31))
         if out.shape[0] > self.n_words:
             out[self.n_words:] = 0
 

@@ -24,8 +24,15 @@ lanes sorted by ``(lex, conds)``, conditions and nodes ascending. ``commit`` is 
 recognizer's byte step (:mod:`glrmask.reference.recognizer`, ``restrict_lexer=False``) over these lanes;
 ``fill`` walks every frontier node top-down through the Parser DWA with ``uint64`` class bitsets.
 A lane whose lexer state has no Parser-DWA root, or a condition with no failure seed (only bytes
-committed mid-token can produce them), is reported back (``NEEDS_FALLBACK``) so the caller can
-answer it with the reference masker.
+committed mid-token can produce them), is answered by the trie walk below (``NEEDS_FALLBACK``
+until the caller attached the trie).
+
+*Dynamic tables* (:meth:`Tables.attach_dynamic`) have no Parser DWA: their lexer is explored on
+demand (:class:`LazyLexer`; a step that needs an entry nobody explored yet reports it, the caller
+explores it and the step runs again) and a mask walks the vocabulary trie over the snapshot —
+each trie level keeps its snapshot, dead subtrees are skipped, inside a lexeme only the lexer
+moves, and memos keep repeated work away (per lexer state, the tokens that stay inside the lexeme,
+shared by every request; per mask, GLR feeds; per request, its last masks).
 """
 import numpy as np
 cimport numpy as cnp
@@ -52,6 +59,7 @@ cdef extern from *:
     static inline void glr_store_ptr(void** p, void* v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
     static inline int glr_load_i32(const int* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
     static inline void glr_store_i32(int* p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+    static inline void glr_add_i64(long long* p, long long v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
     static inline unsigned long long glr_load_u64(const unsigned long long* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
     static inline void glr_store_u64(unsigned long long* p, unsigned long long v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
     """
@@ -63,6 +71,7 @@ cdef extern from *:
     void glr_store_ptr(void** p, void* v) nogil
     int32_t glr_load_i32(const int32_t* p) nogil
     void glr_store_i32(int32_t* p, int32_t v) nogil
+    void glr_add_i64(int64_t* p, int64_t v) nogil
     uint64_t glr_load_u64(const uint64_t* p) nogil
     void glr_store_u64(uint64_t* p, uint64_t v) nogil
 
@@ -270,6 +279,7 @@ ctypedef struct CTables:
     int lazy
     CLazy* lz
     int32_t tr_n
+    int64_t* n_walks       # static tables: masks answered by the trie walk (lanes with no Parser-DWA root)
     int32_t tr_max_depth
     const int32_t* tr_depth
     const uint8_t* tr_byte
@@ -589,16 +599,18 @@ cdef class Tables:
         self.n_words = t.n_words
         self.n_classes = t.n_classes
         self.class_words = t.cw
+        t.n_walks = <int64_t*>calloc(1, sizeof(int64_t))
         t.slot_flag = <int*>calloc(N_CACHE_SLOTS, sizeof(int))
         t.slot_hash = <uint64_t*>calloc(N_CACHE_SLOTS, sizeof(uint64_t))
         t.slot_used = <uint8_t*>calloc(N_CACHE_SLOTS, sizeof(uint8_t))
         t.slot_key = <uint64_t*>calloc(N_CACHE_SLOTS * t.cw, sizeof(uint64_t))
         t.slot_words = <uint32_t*>malloc(N_CACHE_SLOTS * t.n_words * sizeof(uint32_t) + 4)
-        if (t.slot_flag == NULL or t.slot_hash == NULL or t.slot_used == NULL or t.slot_key == NULL
+        if (t.n_walks == NULL or t.slot_flag == NULL or t.slot_hash == NULL or t.slot_used == NULL or t.slot_key == NULL
                 or t.slot_words == NULL):
             raise MemoryError("glrmask runtime: cannot allocate the expansion cache")
 
     def __dealloc__(self):
+        free(self.t.n_walks)
         free(self.t.slot_flag)
         free(self.t.slot_hash)
         free(self.t.slot_used)
@@ -610,19 +622,22 @@ cdef class Tables:
         return self.t.vocab_size
 
     @property
+    def n_walks(self) -> int:
+        """Static tables: masks the trie walk answered (lanes the Parser DWA has no root for)."""
+        return self.t.n_walks[0]
+
+    @property
     def dynamic(self) -> bool:
         """Masks by a trie walk over a lexer explored on demand (no Parser DWA)."""
         return bool(self.t.lazy)
 
-    def attach_dynamic(self, LazyLexer lexer, dict trie, object resolve) -> None:
-        """Make these tables dynamic: lexer entries come from ``lexer`` (filled by ``resolve(missing)``,
-        an ``int32 (n, 3)`` array of ``(kind, a, b)``: 0 step ``(q, b)``, 1 live terminals of ``q``,
-        2 condition step ``(c, b)``, 3 condition verdicts of ``c``, 4 whether terminal ``b`` has a
-        future in ``q``), masks from a walk of
-        ``trie`` (the :class:`glrmask.trie.VocabTrie` node and token arrays)."""
+    def attach_trie(self, dict trie) -> None:
+        """The vocabulary trie (the :class:`glrmask.trie.VocabTrie` node and token arrays) for
+        masks by a trie walk: every mask of dynamic tables, and on static tables the rare lane the
+        Parser DWA has no root for (bytes committed mid-token). Set once."""
         cdef CTables* t = &self.t
-        if lexer.z.fut_words != t.fut_words:
-            raise ValueError("dynamic lexer: futures width differs from the tables'")
+        if t.tr_n:
+            return
         for k_name in ("node_depth", "node_internal", "node_subtree_end", "i2o_ptr", "i2o_ids"):
             self._keep["tr_" + k_name] = np.ascontiguousarray(trie[k_name], dtype=np.int32)
         self._keep["tr_node_byte"] = np.ascontiguousarray(trie["node_byte"], dtype=np.uint8)
@@ -630,13 +645,12 @@ cdef class Tables:
         n = g["tr_node_depth"].shape[0]
         if (n < 1 or g["tr_node_byte"].shape[0] != n or g["tr_node_internal"].shape[0] != n
                 or g["tr_node_subtree_end"].shape[0] != n):
-            raise ValueError("dynamic tables: inconsistent trie arrays")
+            raise ValueError("runtime: inconsistent trie arrays")
         if n > 1 and (g["tr_node_depth"][1:].min() < 1 or g["tr_node_depth"][0] != 0):
-            raise ValueError("dynamic tables: trie depths must start at the root")
+            raise ValueError("runtime: trie depths must start at the root")
         ids = g["tr_i2o_ids"]
         if ids.shape[0] and (ids.min() < 0 or ids.max() >= t.n_words * 32):
-            raise ValueError("dynamic tables: a token id outside the mask")
-        t.tr_n = <int32_t>n
+            raise ValueError("runtime: a trie token id outside the mask")
         t.tr_max_depth = <int32_t>g["tr_node_depth"].max()
         t.tr_depth = _i32(g["tr_node_depth"])
         t.tr_byte = <const uint8_t*>cnp.PyArray_DATA(g["tr_node_byte"])
@@ -644,11 +658,22 @@ cdef class Tables:
         t.tr_end = _i32(g["tr_node_subtree_end"])
         t.i2o_ptr = _i32(g["tr_i2o_ptr"])
         t.i2o_ids = _i32(g["tr_i2o_ids"])
+        glr_store_i32(&t.tr_n, <int32_t>n)  # published last: a reader that sees it sees the rest
+
+    def attach_dynamic(self, LazyLexer lexer, dict trie, object resolve) -> None:
+        """Make these tables dynamic: lexer entries come from ``lexer`` (filled by ``resolve(missing, first)``,
+        an ``int32 (n, 3)`` array of ``(kind, a, b)``: 0 step ``(q, b)``, 1 live terminals of ``q``,
+        2 condition step ``(c, b)``, 3 condition verdicts of ``c``, 4 whether terminal ``b`` has a
+        future in ``q``), masks from a walk of ``trie`` (:meth:`attach_trie`)."""
+        cdef CTables* t = &self.t
+        if lexer.z.fut_words != t.fut_words:
+            raise ValueError("dynamic lexer: futures width differs from the tables'")
+        if not -1 <= t.lex_init < lexer.z.cap_states:
+            raise ValueError("dynamic tables: the initial lexer state is outside the lexer")
+        self.attach_trie(trie)
         self._lazy = lexer
         self._resolve = resolve
         t.lz = &lexer.z
-        if not -1 <= t.lex_init < lexer.z.cap_states:
-            raise ValueError("dynamic tables: the initial lexer state is outside the lexer")
         t.lazy = 1
 
     cdef void _resolve_missing(self, int32_t* buf, Py_ssize_t n, bint first) except *:
@@ -2088,7 +2113,7 @@ cdef int _dyn_fill(const CTables* t, CFamily* f, int32_t rec, uint32_t* out) noe
     memset(f.fc_slot, 0xff, FC_SLOTS * sizeof(int32_t))
     f.fc_pool.n = 0
     f.fc_on = 1
-    if snap[0] == 1 and snap[2] == 0:
+    if t.lazy and snap[0] == 1 and snap[2] == 0:
         r = _memo_fill(t, f, snap, out)
     if r == R_FALLBACK:
         memset(out, 0, t.n_words * sizeof(uint32_t))
@@ -2133,6 +2158,12 @@ cdef int _fill(const CTables* t, CFamily* f, int32_t rec, uint32_t* out) noexcep
         r = _class_bits(t, f, f.pool.d + f.rec_snap.d[rec], acc)
         if r == R_OK:
             _expand(t, acc, out)
+        elif r == R_FALLBACK and glr_load_i32(&t.tr_n):
+            # a lane the Parser DWA has no root for (bytes committed mid-token): the trie walk
+            # over the same dense lexer answers it exactly
+            f.s_miss.n = 0
+            r = _dyn_fill(t, f, rec, out)
+            glr_add_i64(t.n_walks, 1)
     if r != R_OK:
         return r
     if t.n_eos:

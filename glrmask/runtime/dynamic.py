@@ -23,6 +23,7 @@ import numpy as np
 
 from glrmask_ext.runtime import LazyLexer
 
+from .engine import trie_arrays
 from .tables import build_tables, dynamic_arrays
 
 __all__ = ["DEFAULT_STEP_TRANSITIONS", "DynamicEngine", "LexerExplorer"]
@@ -32,8 +33,6 @@ DEFAULT_STEP_TRANSITIONS = 200_000
 ["max_step_transitions"]``; each is one step of the Python lazy lexer, an explored entry costs
 nothing again): the per-step fuel of DESIGN §4.11 — a pathological lexer ends that request with
 :class:`~glrmask.errors.GrammarTooComplex` instead of stalling it."""
-
-_TRIE_KEYS = ("node_depth", "node_byte", "node_internal", "node_subtree_end", "i2o_ptr", "i2o_ids")
 
 
 class LexerExplorer:
@@ -126,7 +125,7 @@ class DynamicEngine:
         self._recognizer_factory = recognizer
         self._recognizer = None
         self.tables = build_tables(dynamic_arrays(lexer, table, ignore, vocab, eos_ids))
-        self.tables.attach_dynamic(self.explorer.native, {k: getattr(trie, k) for k in _TRIE_KEYS},
+        self.tables.attach_dynamic(self.explorer.native, trie_arrays(trie),
                                    self.explorer.explore)
         self.n_words = int(self.tables.n_words)
         self.n_fallbacks = 0
