@@ -19,10 +19,12 @@ one that ends (its 30 s budget, a failure or a finished artifact) is replaced be
       CPU time accruing across the chunk — a chunk during which a compile ended is dropped.
 
   The two conditions alternate every ``--chunk-ms`` (ABBA order; both chunks of a pair replay the
-  same documents, taken cyclically) for ``--seconds``, so both
-  see the same machine: the box this ran on has 2 cores shared with other agents, whose load moves
-  on a scale of seconds and would otherwise land in one condition only. Freezing a worker is the
+  same documents, taken cyclically) for ``--seconds``, so both see the same machine: other
+  processes' load moves on a scale of seconds (the 2-core box this was written on is shared with
+  other agents) and would otherwise land in one condition only. Freezing a worker is the
   benchmark's doing, not the library's; the workers are always continued before they are cancelled.
+  Per condition: p50/p90/p99/p99.9/max/mean TBM, the tokens over 1 ms (an interval that holds a
+  scheduler preemption) and the ratio (2)/(1).
 
 **B. The auto-mode masks' own requests while their compile runs (the dynamic path).** For each of
 ``--own-schemas`` schemas with valid instances: ``compile_json_schema(schema, vocab, mode="auto")``,
@@ -41,7 +43,8 @@ the decode loop to one core and the workers to the others; ``same`` pins them al
 worst case: the loop gets a share of one core). ``--worker-sched`` lowers the workers' priority
 (``nice`` 19 or ``SCHED_IDLE``) to show what that would buy; the library itself does neither.
 
-Output: the tables on stdout and in ``bench/results/compile_interference.md`` (``--out``).
+Output: the tables on stdout and in ``bench/results/compile_interference.md`` (``--out``; with
+``--append`` a run is added to the file instead of replacing it).
 
     python bench/compile_interference_bench.py                        # defaults: about 3 minutes
     python bench/compile_interference_bench.py --compiles 1 --placement same --seconds 20
@@ -819,8 +822,8 @@ def main() -> None:
         "## TBM while background compiles run (issue #12, item 3)",
         "",
         f"`python bench/compile_interference_bench.py{' ' + argv if argv else ''}` — {stamp}; {machine()}; "
-        f"load average at start {fmt_load(os.getloadavg())} (the 2 cores are shared with other agents' "
-        f"processes); placement: {placement.describe()}; worker priority: {args.worker_sched}; "
+        f"load average at start {fmt_load(os.getloadavg())} (other processes on the machine count in it); "
+        f"placement: {placement.describe()}; worker priority: {args.worker_sched}; "
         f"glrmask {glrmask.__version__} (this repo, {checkout()}), Llama-3.1 vocabulary.",
     ]
 
