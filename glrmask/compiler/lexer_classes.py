@@ -26,13 +26,14 @@ do not depend on the order in which classes are found.
 from __future__ import annotations
 
 import weakref
+from typing import Optional
 
 import numpy as np
 
 from glrmask.budget import current_budget
 from glrmask.lexer.dfa import LexerDFA, _row_labels
 
-__all__ = ["BoundedClasses", "node_heights", "trie_heights"]
+__all__ = ["BoundedClasses", "byte_groups", "event_keys", "node_heights", "trie_heights"]
 
 
 class BoundedClasses:
@@ -41,8 +42,9 @@ class BoundedClasses:
     Levels are computed once, up to ``max_h`` or until the partition no longer changes (then every
     higher level equals the last one)."""
 
-    def __init__(self, dfa: LexerDFA, max_h: int, *, stage: str = "terminal DWA (lexer state classes)"):
-        ev = _event_keys(dfa)
+    def __init__(self, dfa: LexerDFA, max_h: int, *, stage: str = "terminal DWA (lexer state classes)",
+                 ev: Optional[np.ndarray] = None):
+        ev = event_keys(dfa) if ev is None else ev
         # bytes with identical columns (target and events) in every state are one column here
         cols = np.concatenate([dfa.trans.astype(np.int64), ev], axis=0)
         _, first = np.unique(cols, axis=1, return_index=True)
@@ -100,7 +102,7 @@ class BoundedClasses:
         return len(set(lev))
 
 
-def _event_keys(dfa: LexerDFA) -> np.ndarray:
+def event_keys(dfa: LexerDFA) -> np.ndarray:
     """``int64[n_states, 256]``: equal iff the two transitions report the same event list."""
     n = dfa.n_states
     ptr = dfa.ev_ptr.astype(np.int64)
@@ -122,6 +124,19 @@ def _event_keys(dfa: LexerDFA) -> np.ndarray:
             out[i] = k
         keys[nz] = out
     return keys.reshape(n, 256)
+
+
+def byte_groups(dfa: LexerDFA, ev: Optional[np.ndarray] = None) -> tuple[tuple[int, ...], ...]:
+    """The bytes every state and every condition of ``dfa`` steps alike (same target, same
+    events, same condition successor), as groups ordered by their smallest byte: a branch of the
+    Terminal DWA walk is then stepped once per group."""
+    ev = event_keys(dfa) if ev is None else ev
+    cols = np.concatenate([dfa.trans.astype(np.int64), ev, dfa.cond_trans.astype(np.int64)], axis=0)
+    _, inverse = np.unique(cols, axis=1, return_inverse=True)
+    groups: dict[int, list[int]] = {}
+    for b, g in enumerate(inverse.reshape(-1).tolist()):
+        groups.setdefault(g, []).append(b)
+    return tuple(tuple(g) for g in groups.values())
 
 
 def _smallest_member(labels: np.ndarray) -> list[int]:
@@ -148,19 +163,31 @@ def trie_heights(trie) -> list[int]:
 
 
 def node_heights(child_ptr: np.ndarray, child_node: np.ndarray) -> list[int]:
-    """Per trie node, the most bytes a token below it has past the node (0 for a leaf); children
-    have higher ids than their parent, so one reverse pass suffices."""
+    """Per trie node, the most bytes a token below it has past the node (0 for a leaf). Children
+    have higher ids than their parent; heights are pushed to the parents one trie level at a
+    time, deepest first."""
     cp = np.asarray(child_ptr, dtype=np.int64)
     cn = np.asarray(child_node, dtype=np.int64)
     n = cp.shape[0] - 1
-    height = np.zeros(max(n, 0), dtype=np.int64)
-    parent = np.repeat(np.arange(n, dtype=np.int64), np.diff(cp))
-    # process by decreasing child id: a child's height is final before its parent reads it
-    order = np.argsort(-cn, kind="stable")
-    hp, hc = parent[order].tolist(), cn[order].tolist()
-    h = height.tolist()
-    for p, c in zip(hp, hc):
-        v = h[c] + 1
-        if v > h[p]:
-            h[p] = v
-    return h
+    if n <= 0:
+        return []
+    parent = np.full(n, -1, dtype=np.int64)
+    parent[cn] = np.repeat(np.arange(n, dtype=np.int64), np.diff(cp))
+    # the trie by levels from the root: the children of one level's nodes form the next
+    level = np.array([0], dtype=np.int64)
+    levels = [level]
+    while level.size:
+        lo, hi = cp[level], cp[level + 1]
+        counts = hi - lo
+        total = int(counts.sum())
+        if not total:
+            break
+        starts = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+        level = cn[starts + np.arange(total, dtype=np.int64)]
+        levels.append(level)
+    height = np.zeros(n, dtype=np.int64)
+    for level in reversed(levels[1:]):
+        np.maximum.at(height, parent[level], height[level] + 1)
+    return height.tolist()
+
+

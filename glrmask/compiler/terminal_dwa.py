@@ -70,7 +70,7 @@ from glrmask.errors import GrammarTooComplex
 
 from glrmask_ext.tdwa_walk import Dag as _Dag, subtree_byte_sets as _subtree_byte_sets, walk as _walk
 
-from .lexer_classes import BoundedClasses, trie_heights
+from .lexer_classes import BoundedClasses, byte_groups, event_keys, trie_heights
 
 __all__ = ["CLOSED", "TerminalDWA", "terminal_labels"]
 
@@ -303,9 +303,21 @@ class _Builder:
         self.heights: Optional[list[int]] = None
         self._canon: dict[int, int] = {}
         dfa = getattr(lexer, "dfa", None)
-        if dfa is not None and hasattr(dfa, "trans") and _all_bytes_are_tokens(trie):
-            self.heights = trie_heights(trie)
-            self.classes = BoundedClasses(dfa, self.heights[0] if self.heights else 0)
+        # bytes every branch steps alike: one step per group fills the row for all of them
+        groups: tuple = tuple(getattr(lexer, "byte_groups", None) or ())
+        if dfa is not None and hasattr(dfa, "trans"):
+            ev = event_keys(dfa)
+            groups = byte_groups(dfa, ev)
+            if _all_bytes_are_tokens(trie):
+                self.heights = trie_heights(trie)
+                self.classes = BoundedClasses(dfa, self.heights[0] if self.heights else 0, ev=ev)
+        if not groups:
+            groups = tuple((b,) for b in range(256))
+        self._groups: tuple[tuple[int, ...], ...] = groups
+        self._members: list[tuple[int, ...]] = [()] * 256
+        for g in groups:
+            for b in g:
+                self._members[b] = g
         self.max_height = (self.heights[0] if self.heights else 0) + 1
 
     # ---------------------------------------------------------------- budgets
@@ -382,7 +394,8 @@ class _Builder:
                 if lab is not None:
                     out.append((lab, (_BOUNDARY, after)))
         res = tuple((lab, self._cfg_id(cfg2)) for lab, cfg2 in dict.fromkeys(out))  # dedupe, keep order
-        row[byte] = res
+        for b in self._members[byte]:
+            row[b] = res
         return res
 
     # ---------------------------------------------------------------- the walk
@@ -392,8 +405,8 @@ class _Builder:
         hit = self._by_result.get(cid)
         if hit is None:
             groups: dict[tuple, list[int]] = {}
-            for byte in range(256):
-                groups.setdefault(self._step(cid, byte), []).append(byte)
+            for members in self._groups:
+                groups.setdefault(self._step(cid, members[0]), []).extend(members)
             hit = self._by_result[cid] = list(groups.items())
         return hit
 
