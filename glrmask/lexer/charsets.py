@@ -276,7 +276,7 @@ class ByteClass:
     continuation bytes to read and the set of 6k-bit suffix values still accepted.
     """
 
-    __slots__ = ("cps", "_keys", "_ids", "_trans", "_cont_keys")
+    __slots__ = ("cps", "_keys", "_ids", "_trans", "_cont_keys", "_signature")
 
     def __init__(self, cps: Intervals):
         self.cps = cps
@@ -284,6 +284,28 @@ class ByteClass:
         self._ids: dict[tuple[int, Intervals], int] = {}
         self._trans: list[dict[int, int]] = [{}]
         self._cont_keys: tuple | None = None
+        self._signature = None
+
+    def byte_signature(self):
+        """``int64[256]``: equal entries for two bytes iff the class never tells them apart
+        (:meth:`Program.byte_groups`): ASCII bytes by membership, continuation bytes by
+        :meth:`continuation_keys`, other bytes by the state they lead to from the start — each
+        kind in its own range of values. Cached (classes are shared process-wide)."""
+        if self._signature is None:
+            import numpy as np
+
+            sig = np.empty(256, dtype=np.int64)
+            for b in range(0x80):
+                sig[b] = 1 if contains(self.cps, b) else 0
+            ids: dict = {}
+            for i, k in enumerate(self.continuation_keys()):
+                sig[0x80 + i] = 2 + ids.setdefault(k, len(ids))
+            base = 2 + 64
+            for b in range(0xC0, 0x100):
+                sig[b] = base + 3 + self.step(0, b)  # DEAD -1, FINAL -2 or a state id >= 1
+            sig.setflags(write=False)
+            self._signature = sig
+        return self._signature
 
     def continuation_keys(self) -> tuple:
         """For each continuation byte ``0x80 + i``, a value equal for two such bytes iff the

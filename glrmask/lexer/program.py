@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 
+import numpy as np
+
 from glrmask.budget import current_budget
 from glrmask.errors import GrammarTooComplex, RegexError
 
@@ -134,19 +136,17 @@ class Program:
         would. Exploring a state then costs one step per group instead of 256: two for
         ``/a{100000}/``."""
         classes = self.classes if classes is None else [self.classes[c] for c in classes]
+        if not classes:
+            return (tuple(range(256)),)
         non_ascii = any(hi >= 0x80 for bc in classes for _lo, hi in bc.cps)
-        cont = [bc.continuation_keys() for bc in classes] if non_ascii else []
-        groups: dict[tuple, list[int]] = {}
-        for b in range(256):
-            if b < 0x80:
-                key: tuple = ("ascii", tuple(charsets.contains(bc.cps, b) for bc in classes))
-            elif not non_ascii:
-                key = ("dead",)
-            elif b <= 0xBF:
-                key = ("continuation", tuple(k[b - 0x80] for k in cont))
-            else:
-                key = ("lead", tuple(bc.step(0, b) for bc in classes))
-            groups.setdefault(key, []).append(b)
+        rows = np.stack([bc.byte_signature() for bc in classes])
+        if not non_ascii:
+            rows = rows.copy()
+            rows[:, 0x80:] = -1  # every byte above 0x7F dies everywhere
+        _, inverse = np.unique(rows, axis=1, return_inverse=True)
+        groups: dict[int, list[int]] = {}
+        for b, g in enumerate(inverse.reshape(-1).tolist()):
+            groups.setdefault(g, []).append(b)
         return tuple(tuple(g) for g in groups.values())
 
     # -- byte stepping of waiting instructions ----------------------------------------------
