@@ -57,8 +57,6 @@ def test_exiting_while_an_auto_compile_runs_stops_the_worker(exited_while_compil
     assert _gone(worker), "the compile worker outlived the process that started it"
 
 
-@pytest.mark.xfail(strict=True, reason="the watcher thread that removes the job folder is a daemon thread: "
-                                       "the interpreter exits before it runs (glrmask/background_compile.py)")
 def test_exiting_while_an_auto_compile_runs_leaves_no_job_folder(exited_while_compiling):
     tmp, _worker = exited_while_compiling
     assert sorted(p.name for p in tmp.iterdir()) == []
