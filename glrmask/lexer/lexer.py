@@ -400,8 +400,8 @@ class Lexer:
     # ------------------------------------------------------------------ interning
     def _transition_added(self) -> None:
         """Memory and time budget of a compile (DESIGN §4.11): the memo tables are what grows — a
-        few hundred bytes per byte transition, one per byte group for each state the dense export
-        visits — so while a compile runs their size is limited by
+        few hundred bytes per memoized transition (one per byte class of each joint state the dense
+        export visits, one per byte group of the terminal for each of its lane states) — so while a compile runs their size is limited by
         ``limits["lexer"]["max_transitions"]`` and its deadline is checked. Outside a compile (a dynamic mask serving requests) neither applies:
         the lexer's ``max_states`` still bounds it."""
         self._n_trans += 1
