@@ -297,6 +297,12 @@ class ByteClass:
             sig = np.empty(256, dtype=np.int64)
             for b in range(0x80):
                 sig[b] = 1 if contains(self.cps, b) else 0
+            if not self.cps or self.cps[-1][1] < 0x80:  # ASCII only: every other byte dies
+                sig[0x80:0xC0] = 2
+                sig[0xC0:] = 2 + 64 + 3 + DEAD
+                sig.setflags(write=False)
+                self._signature = sig
+                return sig
             ids: dict = {}
             for i, k in enumerate(self.continuation_keys()):
                 sig[0x80 + i] = 2 + ids.setdefault(k, len(ids))
@@ -318,10 +324,11 @@ class ByteClass:
             seen = {0}
             order = [0]
             i = 0
+            lead, cont = range(0xC2, 0xF5), range(0x80, 0xC0)  # the only bytes that do not die
             while i < len(order):  # every reachable state (the automaton is acyclic and small)
                 s = order[i]
                 i += 1
-                for b in range(256):
+                for b in (lead if s == 0 else cont):
                     r = self.step(s, b)
                     if r >= 0 and r not in seen:
                         seen.add(r)
