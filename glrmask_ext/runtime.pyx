@@ -115,6 +115,8 @@ DEF DEFAULT_MEMO_BYTES = 256 * 1024 * 1024
 DEF MEMO_DENSE_MIN = 256
 DEF MAX_FRONT_CACHE = 64
 DEF FC_SLOTS = 512
+DEF CM_SLOTS = 512
+DEF CM_MAX_KEY = 4096
 DEF LM_SLOTS = 8
 
 DEFAULT_MAX_STACKS = 100_000
@@ -192,6 +194,17 @@ cdef void _memo_free(LexMemo* m) noexcept nogil:
         free(m)
 
 
+ctypedef struct CMSlot:
+    # one mask of the shared configuration cache: the configuration as lanes of full stacks
+    int flag               # try-lock (a busy slot is bypassed, never awaited)
+    int used
+    uint64_t hash
+    int32_t* key
+    Py_ssize_t key_n
+    Py_ssize_t key_cap
+    uint32_t* words
+
+
 ctypedef struct CLazy:
     # the lexer explored on demand (dynamic masks): rows are allocated and published once, entries
     # written once (UNKNOWN until then), so readers never lock and never see a reallocation
@@ -214,6 +227,7 @@ ctypedef struct CLazy:
     int memo_flag          # try-lock of the builder (a busy builder is bypassed, never awaited)
     int64_t memo_bytes
     int64_t memo_budget
+    CMSlot* cm             # CM_SLOTS masks by configuration, shared by every request of the mask
 
 
 ctypedef struct CTables:
@@ -357,7 +371,8 @@ cdef class LazyLexer:
         self.z.memo = <LexMemo**>calloc(cap_states, sizeof(LexMemo*))
         self.z.building = <LexMemo**>calloc(cap_states, sizeof(LexMemo*))
         self.z.memo_budget = DEFAULT_MEMO_BYTES
-        if (self.z.memo == NULL or self.z.building == NULL or self.z.trans == NULL or self.z.evref == NULL or self.z.fut == NULL or self.z.ctrans == NULL
+        self.z.cm = <CMSlot*>calloc(CM_SLOTS, sizeof(CMSlot))
+        if (self.z.cm == NULL or self.z.memo == NULL or self.z.building == NULL or self.z.trans == NULL or self.z.evref == NULL or self.z.fut == NULL or self.z.ctrans == NULL
                 or self.z.cinfo == NULL or self.z.ev_chunks == NULL):
             raise MemoryError("glrmask runtime: cannot allocate the dynamic lexer tables")
         self.z.cinfo[C_TRUE] = CI_KNOWN | CI_AT_END | CI_SAT
@@ -380,6 +395,10 @@ cdef class LazyLexer:
                 free(self.z.ev_chunks[i])
         free(self.z.trans); free(self.z.evref); free(self.z.fut); free(self.z.ctrans)
         free(self.z.cinfo); free(self.z.ev_chunks); free(self.z.memo); free(self.z.building)
+        if self.z.cm != NULL:
+            for i in range(CM_SLOTS):
+                free(self.z.cm[i].key); free(self.z.cm[i].words)
+        free(self.z.cm)
 
     cdef void _check_state(self, int32_t q) except *:
         if q < 0 or q >= self.z.cap_states:
@@ -731,6 +750,7 @@ ctypedef struct CFamily:
     IVec m_lvlq            # lexeme-memo build: the lexer state of each trie level
     IVec m_cache           # frontier steps of one mask: (state, byte, offset, length)…
     IVec m_cpool           # … and their snapshots
+    IVec m_key             # the configuration key of the mask being computed (shared cache)
     IVec lm_snap[LM_SLOTS] # the snapshots of the last dynamic masks, and the masks (before end tokens)
     uint32_t* lm_words     # LM_SLOTS rows
     int64_t lm_used[LM_SLOTS]  # last use (0: empty)
@@ -828,7 +848,7 @@ cdef class Family:
         iv_free(&f.s_lanes); iv_free(&f.s_out); iv_free(&f.s_idx); iv_free(&f.s_tmp)
         iv_free(&f.s_next); iv_free(&f.s_conds); iv_free(&f.s_clo_state); iv_free(&f.s_clo_parent)
         iv_free(&f.s_front); iv_free(&f.s_miss); iv_free(&f.w_pool); iv_free(&f.w_lvl)
-        iv_free(&f.m_pairs); iv_free(&f.m_front); iv_free(&f.m_lvlq); iv_free(&f.m_cache); iv_free(&f.m_cpool)
+        iv_free(&f.m_pairs); iv_free(&f.m_front); iv_free(&f.m_lvlq); iv_free(&f.m_cache); iv_free(&f.m_cpool); iv_free(&f.m_key)
         for i in range(LM_SLOTS):
             iv_free(&f.lm_snap[i])
         free(f.lm_words); free(f.fc_slot); iv_free(&f.fc_pool)
@@ -2084,6 +2104,94 @@ cdef int _memo_fill(const CTables* t, CFamily* f, const int32_t* snap, uint32_t*
     return R_OK
 
 
+cdef uint64_t _canon(CFamily* f, const int32_t* snap, IVec* K) noexcept nogil:
+    """The configuration of ``snap`` as request-independent ints — per lane its lexer state,
+    conditions and full stacks (LR states, top first) — in ``K``; returns its hash, 0 when it is
+    too long to cache (or out of memory). Equal keys are equal configurations, hence equal masks
+    (stacks keep the snapshot's order: an equal configuration in another order only misses)."""
+    cdef int32_t n = snap[0], i, nc, nn, k, node
+    cdef const int32_t* p = snap + 1
+    cdef Py_ssize_t start, j
+    cdef uint64_t h = 0x9e3779b97f4a7c15
+    K.n = 0
+    if iv_push(K, n):
+        return 0
+    for i in range(n):
+        nc = p[1]
+        nn = p[2 + nc]
+        if iv_reserve(K, K.n + 3 + nc):
+            return 0
+        for k in range(3 + nc):
+            K.d[K.n + k] = p[k]
+        K.n += 3 + nc
+        for k in range(nn):
+            node = p[3 + nc + k]
+            start = K.n
+            if iv_push(K, 0):
+                return 0
+            while node >= 0:
+                if K.n >= CM_MAX_KEY or iv_push(K, f.node_state.d[node]):
+                    return 0
+                node = f.node_parent.d[node]
+            K.d[start] = <int32_t>(K.n - start - 1)
+        p = p + 3 + nc + nn
+    for j in range(K.n):
+        h = _mix(h ^ <uint64_t>(<uint32_t>K.d[j]))
+    return h | 1
+
+
+cdef int _cm_get(const CTables* t, uint64_t h, const IVec* K, uint32_t* out) noexcept nogil:
+    """Copy the shared cache's mask of configuration ``K`` into ``out``: 1 on a hit."""
+    cdef CMSlot* sl = &t.lz.cm[h & (CM_SLOTS - 1)]
+    cdef int hit = 0
+    if not glr_trylock(&sl.flag):
+        return 0
+    if (sl.used and sl.hash == h and sl.key_n == K.n
+            and memcmp(sl.key, K.d, K.n * sizeof(int32_t)) == 0):
+        memcpy(out, sl.words, t.n_words * sizeof(uint32_t))
+        hit = 1
+    glr_unlock(&sl.flag)
+    return hit
+
+
+cdef void _cm_put(const CTables* t, uint64_t h, const IVec* K, const uint32_t* words) noexcept nogil:
+    """Remember ``words`` as the mask of configuration ``K`` (replacing the slot's mask)."""
+    cdef CMSlot* sl = &t.lz.cm[h & (CM_SLOTS - 1)]
+    cdef int32_t* nk
+    if not glr_trylock(&sl.flag):
+        return
+    if sl.words == NULL:
+        sl.words = <uint32_t*>malloc(t.n_words * sizeof(uint32_t))
+    if sl.key_cap < K.n:
+        nk = <int32_t*>realloc(sl.key, K.n * sizeof(int32_t))
+        if nk != NULL:
+            sl.key = nk
+            sl.key_cap = K.n
+    if sl.words != NULL and sl.key_cap >= K.n:
+        memcpy(sl.key, K.d, K.n * sizeof(int32_t))
+        sl.key_n = K.n
+        sl.hash = h
+        memcpy(sl.words, words, t.n_words * sizeof(uint32_t))
+        sl.used = 1
+    else:
+        sl.used = 0
+    glr_unlock(&sl.flag)
+
+
+cdef void _lru_put(const CTables* t, CFamily* f, const int32_t* snap, Py_ssize_t ln, const uint32_t* words,
+                   int slot) noexcept nogil:
+    """Remember ``words`` as this request's mask of snapshot ``snap`` in LRU slot ``slot``."""
+    f.lm_used[slot] = 0
+    if f.lm_words == NULL:
+        f.lm_words = <uint32_t*>malloc(LM_SLOTS * t.n_words * sizeof(uint32_t))
+    if f.lm_words != NULL and iv_reserve(&f.lm_snap[slot], ln) == 0:
+        memcpy(f.lm_snap[slot].d, snap, ln * sizeof(int32_t))
+        f.lm_snap[slot].n = ln
+        memcpy(f.lm_words + slot * t.n_words, words, t.n_words * sizeof(uint32_t))
+        f.lm_clock += 1
+        f.lm_used[slot] = f.lm_clock
+
+
 cdef int _dyn_fill(const CTables* t, CFamily* f, int32_t rec, uint32_t* out) noexcept nogil:
     """The mask of record ``rec`` on dynamic tables (no Parser DWA): the request's last mask again
     when its snapshot did not change (inside a long string), else from the lexeme memo of its
@@ -2105,6 +2213,10 @@ cdef int _dyn_fill(const CTables* t, CFamily* f, int32_t rec, uint32_t* out) noe
             return R_OK
         if f.lm_used[slot] < f.lm_used[oldest]:
             oldest = slot
+    cdef uint64_t key_hash = _canon(f, snap, &f.m_key) if t.lazy else 0
+    if key_hash and _cm_get(t, key_hash, &f.m_key, out):
+        _lru_put(t, f, snap, ln, out, oldest)
+        return R_OK
     memset(out, 0, t.n_words * sizeof(uint32_t))
     if f.fc_slot == NULL:
         f.fc_slot = <int32_t*>malloc(FC_SLOTS * sizeof(int32_t))
@@ -2131,15 +2243,9 @@ cdef int _dyn_fill(const CTables* t, CFamily* f, int32_t rec, uint32_t* out) noe
         return r
     if f.s_miss.n:
         return R_MISSING
-    f.lm_used[oldest] = 0
-    if f.lm_words == NULL:
-        f.lm_words = <uint32_t*>malloc(LM_SLOTS * t.n_words * sizeof(uint32_t))
-    if f.lm_words != NULL and iv_reserve(&f.lm_snap[oldest], ln) == 0:
-        memcpy(f.lm_snap[oldest].d, snap, ln * sizeof(int32_t))
-        f.lm_snap[oldest].n = ln
-        memcpy(f.lm_words + oldest * t.n_words, out, t.n_words * sizeof(uint32_t))
-        f.lm_clock += 1
-        f.lm_used[oldest] = f.lm_clock
+    _lru_put(t, f, snap, ln, out, oldest)
+    if key_hash:
+        _cm_put(t, key_hash, &f.m_key, out)
     return R_OK
 
 
