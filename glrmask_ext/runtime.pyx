@@ -179,6 +179,20 @@ ctypedef struct LexMemo:
     int32_t n_front
     int32_t* fr_node
     int32_t* fr_q          # lexer state before the node's byte
+    # outcome classes of the tokens below frontier nodes: tokens whose walk ends in the same lanes
+    # (lexer state, conditions, terminals fed to the stacks since — a "seq") share a class
+    int32_t n_cls
+    int32_t* c_off         # n_cls + 1 offsets into c_data: the class's snapshot, seqs for frontiers
+    int32_t* c_data
+    int32_t* c_tptr        # n_cls + 1: the class's token ids in c_ids
+    int32_t* c_ids
+    int32_t* c_row         # dense row of the class in c_rows, -1: scattered
+    uint32_t* c_rows
+    int32_t n_seq          # seq 0 is empty; seq s = seq s_parent[s] + LR terminal s_term[s]
+    int32_t* s_parent
+    int32_t* s_term
+    int lex_done           # the lexeme part (groups, frontier nodes) is complete
+    int unusable           # too many lanes to memoize: masks of this state walk the trie
     # while it is being built (a walk that met lexer entries not explored yet resumes from the
     # subtrees it had to leave, instead of walking the whole trie again)
     IVec b_pairs           # (end state, token id)
@@ -190,8 +204,20 @@ cdef void _memo_free(LexMemo* m) noexcept nogil:
     if m != NULL:
         free(m.g_state); free(m.g_ptr); free(m.g_ids); free(m.g_row); free(m.rows)
         free(m.fr_node); free(m.fr_q)
+        free(m.c_off); free(m.c_data); free(m.c_tptr); free(m.c_ids); free(m.c_row); free(m.c_rows)
+        free(m.s_parent); free(m.s_term)
         iv_free(&m.b_pairs); iv_free(&m.b_front); iv_free(&m.b_pend)
         free(m)
+
+
+ctypedef struct SeqTab:
+    # seqs (terminal sequences fed since a frontier node) interned as a trie: (parent, term) -> id
+    IVec parent
+    IVec term
+    int64_t* keys
+    int32_t* vals
+    Py_ssize_t cap
+    Py_ssize_t count
 
 
 ctypedef struct CMSlot:
@@ -1110,6 +1136,47 @@ cdef int _feed(const CTables* t, CFamily* f, const int32_t* front, int32_t n_fro
 
 
 # ------------------------------------------------------------------------------------ lanes
+cdef int32_t _seq_child(SeqTab* S, int32_t seq, int32_t term) noexcept nogil:
+    """The seq ``seq`` + ``term`` (created on first use); -1 when out of memory."""
+    cdef int64_t key = (<int64_t>seq << 32) | <int64_t>(<uint32_t>term)
+    cdef Py_ssize_t j, i, ncap
+    cdef int64_t* nk
+    cdef int32_t* nv
+    cdef int32_t idx
+    if (S.count + 1) * 2 > S.cap:
+        ncap = S.cap * 2 if S.cap else 256
+        nk = <int64_t*>malloc(ncap * sizeof(int64_t))
+        nv = <int32_t*>malloc(ncap * sizeof(int32_t))
+        if nk == NULL or nv == NULL:
+            free(nk); free(nv)
+            return -1
+        for j in range(ncap):
+            nk[j] = -1
+        for i in range(S.cap):
+            if S.keys[i] >= 0:
+                j = <Py_ssize_t>(_mix(<uint64_t>S.keys[i]) & <uint64_t>(ncap - 1))
+                while nk[j] >= 0:
+                    j = (j + 1) & (ncap - 1)
+                nk[j] = S.keys[i]
+                nv[j] = S.vals[i]
+        free(S.keys); free(S.vals)
+        S.keys = nk
+        S.vals = nv
+        S.cap = ncap
+    j = <Py_ssize_t>(_mix(<uint64_t>key) & <uint64_t>(S.cap - 1))
+    while S.keys[j] >= 0:
+        if S.keys[j] == key:
+            return S.vals[j]
+        j = (j + 1) & (S.cap - 1)
+    idx = <int32_t>S.parent.n
+    if iv_push(&S.parent, seq) or iv_push(&S.term, term):
+        return -1
+    S.keys[j] = key
+    S.vals[j] = idx
+    S.count += 1
+    return idx
+
+
 cdef inline int _lane_survives(const CTables* t, CFamily* f, int32_t q2, const int32_t* front,
                                int32_t n_front) noexcept nogil:
     """A mid-lexeme lane in lexer state ``q2`` lives iff one of its future terminals is ignored
@@ -1285,9 +1352,14 @@ cdef int _build_lanes(CFamily* f, IVec* dst) noexcept nogil:
 
 
 cdef int _step_byte(const CTables* t, CFamily* f, const int32_t* lanes, int32_t b,
-                    IVec* dst) noexcept nogil:
+                    IVec* dst, SeqTab* S=NULL) noexcept nogil:
     """One byte over the snapshot ``lanes``; the next snapshot is appended to ``dst``. Returns
-    its number of lanes (0: the byte kills every lane) or -1 on OOM."""
+    its number of lanes (0: the byte kills every lane) or -1 on OOM.
+
+    Symbolic (``S`` given, for lexeme memos): a lane's "frontier" holds seqs instead of GSS nodes —
+    the terminals fed since the walk began, interned in ``S`` — so the step needs no stacks: a
+    terminal extends each seq instead of being fed, and no lane is dropped for its stacks (the
+    memo's evaluation asks the stacks, per mask)."""
     cdef int32_t n_lanes = lanes[0], li, lex, nc, nn, k, c, c2, q, q2, term, cond, lr
     cdef const int32_t* p = lanes + 1
     cdef const int32_t* conds
@@ -1341,7 +1413,7 @@ cdef int _step_byte(const CTables* t, CFamily* f, const int32_t* lanes, int32_t 
         if q2 == UNKNOWN:
             continue
         if q2 != DEAD:
-            r = _lane_survives(t, f, q2, front, nn)
+            r = 1 if S != NULL else _lane_survives(t, f, q2, front, nn)
             if r < 0:
                 return -1
             if r:
@@ -1373,7 +1445,12 @@ cdef int _step_byte(const CTables* t, CFamily* f, const int32_t* lanes, int32_t 
                     if _emit(f, BOUNDARY, cv.d, <int32_t>cv.n, front[k]):
                         return -1
             lr = t.lr_of_lex[term]
-            if lr >= 0:
+            if lr >= 0 and S != NULL:
+                for m in range(nn):
+                    k = _seq_child(S, front[m], lr)
+                    if k < 0 or _emit(f, BOUNDARY, cv.d, <int32_t>cv.n, k):
+                        return -1
+            elif lr >= 0:
                 f.s_front.n = 0
                 if _feed(t, f, front, nn, lr, &f.s_front):
                     return -1
@@ -1912,6 +1989,8 @@ cdef LexMemo* _memo_build(const CTables* t, CFamily* f, int32_t q, int* code) no
     code[0] = R_NOMEM
     if iv_reserve(LQ, t.tr_max_depth + 2):
         return NULL
+    if m != NULL and m.lex_done:
+        return _memo_finish(t, f, q, m, code)
     if m == NULL:
         m = <LexMemo*>calloc(1, sizeof(LexMemo))
         if m == NULL:
@@ -1937,7 +2016,6 @@ cdef LexMemo* _memo_build(const CTables* t, CFamily* f, int32_t q, int* code) no
     if m.b_pend.n:
         code[0] = R_MISSING
         return NULL
-    t.lz.building[q] = NULL
     P = &m.b_pairs
     FR = &m.b_front
     for k in range(P.n // 2):
@@ -1947,7 +2025,9 @@ cdef LexMemo* _memo_build(const CTables* t, CFamily* f, int32_t q, int* code) no
     cnt = <int32_t*>calloc(maxq + 2, sizeof(int32_t))
     gidx = <int32_t*>malloc((maxq + 2) * sizeof(int32_t))
     if cnt == NULL or gidx == NULL:
-        free(cnt); free(gidx); _memo_free(m)
+        free(cnt); free(gidx)
+        t.lz.building[q] = NULL
+        _memo_free(m)
         return NULL
     for k in range(n_pairs):
         cnt[P.d[2 * k]] += 1
@@ -1964,7 +2044,9 @@ cdef LexMemo* _memo_build(const CTables* t, CFamily* f, int32_t q, int* code) no
     m.fr_q = <int32_t*>malloc((m.n_front + 1) * sizeof(int32_t))
     if (m.g_state == NULL or m.g_ptr == NULL or m.g_row == NULL or m.g_ids == NULL or m.fr_node == NULL
             or m.fr_q == NULL):
-        free(cnt); free(gidx); _memo_free(m)
+        free(cnt); free(gidx)
+        t.lz.building[q] = NULL
+        _memo_free(m)
         return NULL
     g = 0
     n_dense = 0
@@ -1989,6 +2071,7 @@ cdef LexMemo* _memo_build(const CTables* t, CFamily* f, int32_t q, int* code) no
     if n_dense:
         m.rows = <uint32_t*>calloc(n_dense * t.n_words, sizeof(uint32_t))
         if m.rows == NULL:
+            t.lz.building[q] = NULL
             _memo_free(m)
             return NULL
         for g in range(n_groups):
@@ -2002,27 +2085,254 @@ cdef LexMemo* _memo_build(const CTables* t, CFamily* f, int32_t q, int* code) no
         m.fr_q[k] = FR.d[2 * k + 1]
     iv_free(&m.b_pairs)
     iv_free(&m.b_front)
-    code[0] = R_OK
+    m.lex_done = 1
     t.lz.memo_bytes += 4 * (3 * n_groups + n_pairs + 2 * m.n_front) + 4 * n_dense * t.n_words + 64
+    return _memo_finish(t, f, q, m, code)
+
+
+cdef inline void _tab_free(SeqTab* S) noexcept nogil:
+    iv_free(&S.parent); iv_free(&S.term); free(S.keys); free(S.vals)
+    memset(S, 0, sizeof(SeqTab))
+
+
+cdef LexMemo* _memo_finish(const CTables* t, CFamily* f, int32_t q, LexMemo* m, int* code) noexcept nogil:
+    """The classes of the tokens below the frontier nodes of ``m`` (a symbolic walk of each
+    frontier subtree), then the memo is done (``code`` R_OK) — or R_MISSING (explore, come back)."""
+    cdef int r = _memo_classes(t, f, m)
+    if r == R_MISSING:
+        code[0] = R_MISSING
+        return NULL
+    if r == R_NOMEM:
+        code[0] = R_NOMEM
+        t.lz.building[q] = NULL
+        _memo_free(m)
+        return NULL
+    if r != R_OK:  # too many lanes: a mask of this state walks the trie
+        m.unusable = 1
+    t.lz.building[q] = NULL
+    code[0] = R_OK
     return m
+
+
+cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
+    """Walk every frontier subtree symbolically (lanes carry seqs, see :func:`_step_byte`) and
+    group its tokens by the snapshot they end in. R_OK, R_MISSING, R_NOMEM or R_TOOBIG."""
+    cdef IVec* W = &f.w_pool
+    cdef IVec* L = &f.w_lvl
+    cdef SeqTab S
+    cdef IVec data, offs, pairs
+    cdef int32_t* slots = NULL
+    cdef Py_ssize_t n_slots = 0, i, j, hi, k, e, ln, cls, n_cls = 0, n_pairs, n_dense, r_i
+    cdef int32_t i0, qp, d, d0, tok, oid
+    cdef int32_t* cnt = NULL
+    cdef int r, res = R_OK
+    cdef uint64_t h, h2
+    memset(&S, 0, sizeof(SeqTab))
+    memset(&data, 0, sizeof(IVec)); memset(&offs, 0, sizeof(IVec)); memset(&pairs, 0, sizeof(IVec))
+    if iv_push(&S.parent, -1) or iv_push(&S.term, -1) or iv_reserve(L, t.tr_max_depth + 2) or iv_push(&offs, 0):
+        res = R_NOMEM
+    for j in range(m.n_front if res == R_OK else 0):
+        i0 = m.fr_node[j]
+        qp = m.fr_q[j]
+        d0 = t.tr_depth[i0]
+        if iv_reserve(W, 5):
+            res = R_NOMEM
+            break
+        W.d[0] = 1; W.d[1] = qp; W.d[2] = 0; W.d[3] = 1; W.d[4] = 0
+        W.n = 5
+        L.d[d0 - 1] = 0
+        L.d[d0] = 5
+        i = i0
+        hi = t.tr_end[i0]
+        while i < hi:
+            d = t.tr_depth[i]
+            W.n = L.d[d]
+            f.s_next.n = 0
+            r = _step_byte(t, f, W.d + L.d[d - 1], t.tr_byte[i], &f.s_next, &S)
+            if r < 0:
+                res = R_TOOBIG if r == TOOBIG else R_NOMEM
+                break
+            if r == 0:
+                i = t.tr_end[i]
+                continue
+            if iv_reserve(W, W.n + f.s_next.n):
+                res = R_NOMEM
+                break
+            memcpy(W.d + W.n, f.s_next.d, f.s_next.n * sizeof(int32_t))
+            W.n += f.s_next.n
+            L.d[d + 1] = <int32_t>W.n
+            tok = t.tr_internal[i]
+            if tok >= 0:
+                # the class of this snapshot (hash table over the snapshots seen)
+                ln = f.s_next.n
+                h = 0x9e3779b97f4a7c15
+                for k in range(ln):
+                    h = _mix(h ^ <uint64_t>(<uint32_t>f.s_next.d[k]))
+                if (n_cls + 1) * 2 > n_slots:
+                    free(slots)
+                    n_slots = n_slots * 2 if n_slots else 256
+                    slots = <int32_t*>malloc(n_slots * sizeof(int32_t))
+                    if slots == NULL:
+                        res = R_NOMEM
+                        break
+                    for k in range(n_slots):
+                        slots[k] = -1
+                    for cls in range(n_cls):  # re-insert every class
+                        h2 = 0x9e3779b97f4a7c15
+                        for k in range(offs.d[cls], offs.d[cls + 1]):
+                            h2 = _mix(h2 ^ <uint64_t>(<uint32_t>data.d[k]))
+                        k = <Py_ssize_t>(h2 & <uint64_t>(n_slots - 1))
+                        while slots[k] >= 0:
+                            k = (k + 1) & (n_slots - 1)
+                        slots[k] = <int32_t>cls
+                k = <Py_ssize_t>(h & <uint64_t>(n_slots - 1))
+                cls = -1
+                while slots[k] >= 0:
+                    e = slots[k]
+                    if (offs.d[e + 1] - offs.d[e] == ln
+                            and memcmp(data.d + offs.d[e], f.s_next.d, ln * sizeof(int32_t)) == 0):
+                        cls = e
+                        break
+                    k = (k + 1) & (n_slots - 1)
+                if cls < 0:
+                    cls = n_cls
+                    if iv_reserve(&data, data.n + ln):
+                        res = R_NOMEM
+                        break
+                    memcpy(data.d + data.n, f.s_next.d, ln * sizeof(int32_t))
+                    data.n += ln
+                    if iv_push(&offs, <int32_t>data.n):
+                        res = R_NOMEM
+                        break
+                    slots[k] = <int32_t>cls
+                    n_cls += 1
+                for k in range(t.i2o_ptr[tok], t.i2o_ptr[tok + 1]):
+                    if iv_push(&pairs, <int32_t>cls) or iv_push(&pairs, t.i2o_ids[k]):
+                        res = R_NOMEM
+                        break
+                if res != R_OK:
+                    break
+            i += 1
+        if res != R_OK:
+            break
+    free(slots)
+    if res == R_OK and f.s_miss.n:
+        res = R_MISSING
+    if res != R_OK:
+        _tab_free(&S); iv_free(&data); iv_free(&offs); iv_free(&pairs)
+        return res
+    # the classes' token ids by counting sort, dense rows for the big ones
+    n_pairs = pairs.n // 2
+    m.n_cls = <int32_t>n_cls
+    m.c_off = offs.d
+    m.c_data = data.d
+    memset(&offs, 0, sizeof(IVec)); memset(&data, 0, sizeof(IVec))
+    m.c_tptr = <int32_t*>calloc(n_cls + 2, sizeof(int32_t))
+    m.c_ids = <int32_t*>malloc((n_pairs + 1) * sizeof(int32_t))
+    m.c_row = <int32_t*>malloc((n_cls + 1) * sizeof(int32_t))
+    cnt = <int32_t*>calloc(n_cls + 1, sizeof(int32_t))
+    m.n_seq = <int32_t>S.parent.n
+    m.s_parent = S.parent.d
+    m.s_term = S.term.d
+    memset(&S.parent, 0, sizeof(IVec)); memset(&S.term, 0, sizeof(IVec))
+    _tab_free(&S)
+    if m.c_tptr == NULL or m.c_ids == NULL or m.c_row == NULL or cnt == NULL:
+        free(cnt); iv_free(&pairs)
+        return R_NOMEM
+    for k in range(n_pairs):
+        m.c_tptr[pairs.d[2 * k] + 1] += 1
+    n_dense = 0
+    for cls in range(n_cls):
+        m.c_row[cls] = -1
+        if m.c_tptr[cls + 1] >= MEMO_DENSE_MIN:
+            m.c_row[cls] = <int32_t>n_dense
+            n_dense += 1
+        m.c_tptr[cls + 1] += m.c_tptr[cls]
+    for k in range(n_pairs):
+        cls = pairs.d[2 * k]
+        m.c_ids[m.c_tptr[cls] + cnt[cls]] = pairs.d[2 * k + 1]
+        cnt[cls] += 1
+    free(cnt)
+    iv_free(&pairs)
+    if n_dense:
+        m.c_rows = <uint32_t*>calloc(n_dense * t.n_words, sizeof(uint32_t))
+        if m.c_rows == NULL:
+            return R_NOMEM
+        for cls in range(n_cls):
+            r_i = m.c_row[cls]
+            if r_i >= 0:
+                for k in range(m.c_tptr[cls], m.c_tptr[cls + 1]):
+                    oid = m.c_ids[k]
+                    m.c_rows[r_i * t.n_words + (oid >> 5)] |= (<uint32_t>1) << (oid & 31)
+    t.lz.memo_bytes += 4 * (m.c_off[n_cls] + 3 * n_cls + n_pairs + 2 * m.n_seq) + 4 * n_dense * t.n_words
+    return R_OK
+
+
+cdef Py_ssize_t _seq_res(const CTables* t, CFamily* f, LexMemo* m, int32_t s) noexcept nogil:
+    """The stacks after seq ``s`` (fed to this mask's stacks, memoized per mask): the offset of
+    ``[n, nodes…]`` in ``m_cpool``, -1 when a terminal of the seq cannot be shifted, -2 on OOM."""
+    cdef int32_t* R = f.m_cache.d
+    cdef IVec* CP = &f.m_cpool
+    cdef IVec* ST = &f.m_front
+    cdef int32_t x = s
+    cdef Py_ssize_t base, off
+    ST.n = 0
+    while R[x] == -2:
+        if iv_push(ST, x):
+            return -2
+        x = m.s_parent[x]
+    base = R[x]
+    while ST.n:
+        ST.n -= 1
+        x = ST.d[ST.n]
+        if base == -1:
+            R[x] = -1
+            continue
+        f.s_front.n = 0
+        if _feed(t, f, CP.d + base + 1, CP.d[base], m.s_term[x], &f.s_front):
+            return -2
+        if f.s_front.n == 0:
+            R[x] = -1
+            base = -1
+            continue
+        off = CP.n
+        if iv_reserve(CP, off + 1 + f.s_front.n):
+            return -2
+        CP.d[off] = <int32_t>f.s_front.n
+        memcpy(CP.d + off + 1, f.s_front.d, f.s_front.n * sizeof(int32_t))
+        CP.n = off + 1 + f.s_front.n
+        R[x] = <int32_t>off
+        base = off
+    return R[s]
+
+
+cdef inline void _or_tokens(const CTables* t, uint32_t* out, const int32_t* ids, Py_ssize_t lo, Py_ssize_t hi,
+                            const uint32_t* row) noexcept nogil:
+    """Allow the ids ``ids[lo:hi]``, or OR the dense ``row`` when there is one."""
+    cdef Py_ssize_t k
+    cdef int32_t oid
+    if row != NULL:
+        for k in range(t.n_words):
+            out[k] |= row[k]
+    else:
+        for k in range(lo, hi):
+            oid = ids[k]
+            out[oid >> 5] |= (<uint32_t>1) << (oid & 31)
 
 
 cdef int _memo_fill(const CTables* t, CFamily* f, const int32_t* snap, uint32_t* out) noexcept nogil:
     """The mask of a one-lane snapshot without pending conditions from its lexer state's memo:
-    the groups whose end state survives the stacks, then a walk below each frontier node (the
-    first step below a frontier node is shared by every node with the same state and byte).
-    R_FALLBACK when no memo can be had now (budget spent, or another thread is building it)."""
-    cdef int32_t lex = snap[1], nn = snap[3], q, d0, b, qp, i0, j, g, k, oid, ln
+    the groups whose end state survives the stacks, and the classes of the tokens that end a
+    terminal whose lanes (after feeding their seqs to the stacks) live. No trie walk. R_FALLBACK
+    when no memo can be had now (budget spent, another thread is building it, or too big)."""
+    cdef int32_t lex = snap[1], nn = snap[3], q, g, cls, nl, li, nc, ns, k
     cdef const int32_t* front = snap + 4
+    cdef const int32_t* p
     cdef CLazy* z = t.lz
     cdef LexMemo* m
-    cdef int code = R_OK, r
-    cdef Py_ssize_t c, r_i, w
-    cdef IVec* W = &f.w_pool
-    cdef IVec* L = &f.w_lvl
-    cdef IVec* C = &f.m_cache
+    cdef int code = R_OK, r, valid
+    cdef Py_ssize_t off
     cdef IVec* CP = &f.m_cpool
-    cdef const uint32_t* row
     q = t.lex_init if lex == BOUNDARY else lex
     if q < 0:
         return R_FALLBACK
@@ -2038,69 +2348,53 @@ cdef int _memo_fill(const CTables* t, CFamily* f, const int32_t* snap, uint32_t*
         glr_unlock(&z.memo_flag)
         if m == NULL:
             return code
+    if m.unusable:
+        return R_FALLBACK
     for g in range(m.n_groups):
         r = _lane_survives(t, f, m.g_state[g], front, nn)
         if r < 0:
             return R_NOMEM
         if r:
-            r_i = m.g_row[g]
-            if r_i >= 0:
-                row = m.rows + r_i * t.n_words
-                for w in range(t.n_words):
-                    out[w] |= row[w]
-            else:
-                for k in range(m.g_ptr[g], m.g_ptr[g + 1]):
-                    oid = m.g_ids[k]
-                    out[oid >> 5] |= (<uint32_t>1) << (oid & 31)
-    if iv_reserve(L, t.tr_max_depth + 2):
+            _or_tokens(t, out, m.g_ids, m.g_ptr[g], m.g_ptr[g + 1],
+                       m.rows + m.g_row[g] * t.n_words if m.g_row[g] >= 0 else NULL)
+    if m.n_cls == 0:
+        return R_OK
+    if iv_reserve(&f.m_cache, m.n_seq) or iv_reserve(CP, 1 + nn):
         return R_NOMEM
-    C.n = 0
-    CP.n = 0
-    for j in range(m.n_front):
-        i0 = m.fr_node[j]
-        qp = m.fr_q[j]
-        b = t.tr_byte[i0]
-        d0 = t.tr_depth[i0]
-        # the parent: the lane in state qp over the same stacks
-        if iv_reserve(W, 4 + nn):
-            return R_NOMEM
-        W.d[0] = 1
-        W.d[1] = qp
-        W.d[2] = 0
-        W.d[3] = nn
-        memcpy(W.d + 4, front, nn * sizeof(int32_t))
-        W.n = 4 + nn
-        L.d[d0 - 1] = 0
-        L.d[d0] = <int32_t>W.n
-        r = -3
-        for c in range(C.n // 4):
-            if C.d[4 * c] == qp and C.d[4 * c + 1] == b:
-                ln = C.d[4 * c + 3]
-                if ln:
-                    if iv_reserve(W, W.n + ln):
-                        return R_NOMEM
-                    memcpy(W.d + W.n, CP.d + C.d[4 * c + 2], ln * sizeof(int32_t))
-                    W.n += ln
-                r = 1 if ln else 0
-                break
-        if r == -3:
-            r = _walk_step(t, f, 0, b)
-            if r < 0:
-                return R_TOOBIG if r == TOOBIG else R_NOMEM
-            if C.n < 4 * MAX_FRONT_CACHE:
-                ln = <int32_t>(W.n - L.d[d0]) if r else 0
-                if (iv_push(C, qp) or iv_push(C, b) or iv_push(C, <int32_t>CP.n) or iv_push(C, ln)
-                        or iv_reserve(CP, CP.n + ln)):
+    for k in range(m.n_seq):
+        f.m_cache.d[k] = -2
+    CP.d[0] = nn
+    memcpy(CP.d + 1, front, nn * sizeof(int32_t))
+    CP.n = 1 + nn
+    f.m_cache.d[0] = 0
+    for cls in range(m.n_cls):
+        p = m.c_data + m.c_off[cls]
+        nl = p[0]
+        p += 1
+        valid = 0
+        for li in range(nl):
+            nc = p[1]
+            ns = p[2 + nc]
+            for k in range(ns):
+                off = _seq_res(t, f, m, p[3 + nc + k])
+                if off == -2:
                     return R_NOMEM
-                memcpy(CP.d + CP.n, W.d + L.d[d0], ln * sizeof(int32_t))
-                CP.n += ln
-        if r == 0:
-            continue
-        L.d[d0 + 1] = <int32_t>W.n
-        _set_token(t, out, t.tr_internal[i0])
-        r = _walk_range(t, f, i0 + 1, t.tr_end[i0], out)
-        if r != R_OK:
-            return r
+                if off < 0:
+                    continue
+                if p[0] == BOUNDARY:
+                    valid = 1
+                else:
+                    valid = _lane_survives(t, f, p[0], CP.d + off + 1, CP.d[off])
+                    if valid < 0:
+                        return R_NOMEM
+                if valid:
+                    break
+            if valid:
+                break
+            p += 3 + nc + ns
+        if valid:
+            _or_tokens(t, out, m.c_ids, m.c_tptr[cls], m.c_tptr[cls + 1],
+                       m.c_rows + m.c_row[cls] * t.n_words if m.c_row[cls] >= 0 else NULL)
     return R_OK
 
 
