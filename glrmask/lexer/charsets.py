@@ -294,9 +294,10 @@ class ByteClass:
         if self._signature is None:
             import numpy as np
 
-            sig = np.empty(256, dtype=np.int64)
-            for b in range(0x80):
-                sig[b] = 1 if contains(self.cps, b) else 0
+            sig = np.zeros(256, dtype=np.int64)
+            for lo, hi in self.cps:  # ASCII membership straight from the intervals
+                if lo < 0x80:
+                    sig[lo:min(hi, 0x7F) + 1] = 1
             if not self.cps or self.cps[-1][1] < 0x80:  # ASCII only: every other byte dies
                 sig[0x80:0xC0] = 2
                 sig[0xC0:] = 2 + 64 + 3 + DEAD

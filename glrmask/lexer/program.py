@@ -143,10 +143,9 @@ class Program:
         if not non_ascii:
             rows = rows.copy()
             rows[:, 0x80:] = -1  # every byte above 0x7F dies everywhere
-        _, inverse = np.unique(rows, axis=1, return_inverse=True)
-        groups: dict[int, list[int]] = {}
-        for b, g in enumerate(inverse.reshape(-1).tolist()):
-            groups.setdefault(g, []).append(b)
+        groups: dict[tuple, list[int]] = {}
+        for b, column in enumerate(zip(*rows.tolist())):  # a few classes: cheaper than np.unique
+            groups.setdefault(column, []).append(b)
         return tuple(tuple(g) for g in groups.values())
 
     # -- byte stepping of waiting instructions ----------------------------------------------
