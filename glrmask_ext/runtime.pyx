@@ -117,6 +117,7 @@ DEF MAX_FRONT_CACHE = 64
 DEF FC_SLOTS = 512
 DEF CM_SLOTS = 512
 DEF CM_MAX_KEY = 4096
+DEF CMEMO_SLOTS = 4096
 DEF LM_SLOTS = 8
 
 DEFAULT_MAX_STACKS = 100_000
@@ -192,6 +193,9 @@ ctypedef struct LexMemo:
     int32_t* s_parent
     int32_t* s_term
     int lex_done           # the lexeme part (groups, frontier nodes) is complete
+    int32_t cond           # a memo of a lane with this pending condition (-1: none): no groups, every
+                           # child of the trie root is a frontier node
+    int32_t ready          # complete (condition memos live in a table while they are built)
     int unusable           # too many lanes to memoize: masks of this state walk the trie
     # while it is being built (a walk that met lexer entries not explored yet resumes from the
     # subtrees it had to leave, instead of walking the whole trie again)
@@ -254,6 +258,8 @@ ctypedef struct CLazy:
     int64_t memo_bytes
     int64_t memo_budget
     CMSlot* cm             # CM_SLOTS masks by configuration, shared by every request of the mask
+    int64_t* cmemo_key     # CMEMO_SLOTS: (lexer state << 32 | condition) -> memo, open addressing;
+    LexMemo** cmemo_val    # written under memo_flag, a key published after its value
 
 
 ctypedef struct CTables:
@@ -398,7 +404,12 @@ cdef class LazyLexer:
         self.z.building = <LexMemo**>calloc(cap_states, sizeof(LexMemo*))
         self.z.memo_budget = DEFAULT_MEMO_BYTES
         self.z.cm = <CMSlot*>calloc(CM_SLOTS, sizeof(CMSlot))
-        if (self.z.cm == NULL or self.z.memo == NULL or self.z.building == NULL or self.z.trans == NULL or self.z.evref == NULL or self.z.fut == NULL or self.z.ctrans == NULL
+        self.z.cmemo_key = <int64_t*>malloc(CMEMO_SLOTS * sizeof(int64_t))
+        self.z.cmemo_val = <LexMemo**>calloc(CMEMO_SLOTS, sizeof(LexMemo*))
+        if self.z.cmemo_key != NULL:
+            for i in range(CMEMO_SLOTS):
+                self.z.cmemo_key[i] = -1
+        if (self.z.cm == NULL or self.z.cmemo_key == NULL or self.z.cmemo_val == NULL or self.z.memo == NULL or self.z.building == NULL or self.z.trans == NULL or self.z.evref == NULL or self.z.fut == NULL or self.z.ctrans == NULL
                 or self.z.cinfo == NULL or self.z.ev_chunks == NULL):
             raise MemoryError("glrmask runtime: cannot allocate the dynamic lexer tables")
         self.z.cinfo[C_TRUE] = CI_KNOWN | CI_AT_END | CI_SAT
@@ -425,6 +436,10 @@ cdef class LazyLexer:
             for i in range(CM_SLOTS):
                 free(self.z.cm[i].key); free(self.z.cm[i].words)
         free(self.z.cm)
+        if self.z.cmemo_val != NULL:
+            for i in range(CMEMO_SLOTS):
+                _memo_free(self.z.cmemo_val[i])
+        free(self.z.cmemo_key); free(self.z.cmemo_val)
 
     cdef void _check_state(self, int32_t q) except *:
         if q < 0 or q >= self.z.cap_states:
@@ -1995,6 +2010,7 @@ cdef LexMemo* _memo_build(const CTables* t, CFamily* f, int32_t q, int* code) no
         m = <LexMemo*>calloc(1, sizeof(LexMemo))
         if m == NULL:
             return NULL
+        m.cond = -1
         t.lz.building[q] = m
         LQ.d[0] = q
         if _memo_walk(t, f, m, 1, t.tr_n):
@@ -2138,10 +2154,17 @@ cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
         if iv_reserve(W, 5):
             res = R_NOMEM
             break
-        W.d[0] = 1; W.d[1] = qp; W.d[2] = 0; W.d[3] = 1; W.d[4] = 0
-        W.n = 5
+        if m.cond < 0:
+            W.d[0] = 1; W.d[1] = qp; W.d[2] = 0; W.d[3] = 1; W.d[4] = 0
+            W.n = 5
+        else:
+            if iv_reserve(W, 6):
+                res = R_NOMEM
+                break
+            W.d[0] = 1; W.d[1] = qp; W.d[2] = 1; W.d[3] = m.cond; W.d[4] = 1; W.d[5] = 0
+            W.n = 6
         L.d[d0 - 1] = 0
-        L.d[d0] = 5
+        L.d[d0] = <int32_t>W.n
         i = i0
         hi = t.tr_end[i0]
         while i < hi:
@@ -2320,36 +2343,106 @@ cdef inline void _or_tokens(const CTables* t, uint32_t* out, const int32_t* ids,
             out[oid >> 5] |= (<uint32_t>1) << (oid & 31)
 
 
-cdef int _memo_fill(const CTables* t, CFamily* f, const int32_t* snap, uint32_t* out) noexcept nogil:
-    """The mask of a one-lane snapshot without pending conditions from its lexer state's memo:
-    the groups whose end state survives the stacks, and the classes of the tokens that end a
-    terminal whose lanes (after feeding their seqs to the stacks) live. No trie walk. R_FALLBACK
-    when no memo can be had now (budget spent, another thread is building it, or too big)."""
-    cdef int32_t lex = snap[1], nn = snap[3], q, g, cls, nl, li, nc, ns, k
-    cdef const int32_t* front = snap + 4
-    cdef const int32_t* p
+cdef LexMemo* _q_memo(const CTables* t, CFamily* f, int32_t q, int* code) noexcept nogil:
+    """The memo of a lane in lexer state ``q`` without pending conditions (built on first use),
+    or NULL with ``code``: R_FALLBACK (not available now: budget spent or another thread is
+    building it), R_MISSING or R_NOMEM."""
     cdef CLazy* z = t.lz
-    cdef LexMemo* m
-    cdef int code = R_OK, r, valid
-    cdef Py_ssize_t off
-    cdef IVec* CP = &f.m_cpool
-    q = t.lex_init if lex == BOUNDARY else lex
-    if q < 0:
-        return R_FALLBACK
+    cdef LexMemo* m = <LexMemo*>glr_load_ptr(<void* const*>&z.memo[q])
+    if m != NULL:
+        return m
+    code[0] = R_FALLBACK
+    if z.memo_bytes >= z.memo_budget or not glr_trylock(&z.memo_flag):
+        return NULL
     m = <LexMemo*>glr_load_ptr(<void* const*>&z.memo[q])
     if m == NULL:
-        if z.memo_bytes >= z.memo_budget or not glr_trylock(&z.memo_flag):
-            return R_FALLBACK
-        m = <LexMemo*>glr_load_ptr(<void* const*>&z.memo[q])
-        if m == NULL:
-            m = _memo_build(t, f, q, &code)
-            if m != NULL:
-                glr_store_ptr(<void**>&z.memo[q], m)
+        m = _memo_build(t, f, q, code)
+        if m != NULL:
+            glr_store_ptr(<void**>&z.memo[q], m)
+    glr_unlock(&z.memo_flag)
+    return m
+
+
+cdef LexMemo* _cond_memo(const CTables* t, CFamily* f, int32_t q, int32_t c, int* code) noexcept nogil:
+    """The memo of a lane in lexer state ``q`` with the one pending condition ``c`` (a symbolic
+    walk from the trie root: the condition settles on the first bytes), as :func:`_q_memo`."""
+    cdef CLazy* z = t.lz
+    cdef int64_t key = (<int64_t>q << 32) | <int64_t>c, k
+    cdef Py_ssize_t j = <Py_ssize_t>(_mix(<uint64_t>key) & (CMEMO_SLOTS - 1)), probe, i, n
+    cdef LexMemo* m
+    cdef int r
+    for probe in range(CMEMO_SLOTS):
+        k = <int64_t>glr_load_u64(<const uint64_t*>&z.cmemo_key[j])
+        if k == key:
+            m = <LexMemo*>glr_load_ptr(<void* const*>&z.cmemo_val[j])
+            if glr_load_i32(&m.ready):
+                return m
+            break
+        if k == -1:
+            break
+        j = (j + 1) & (CMEMO_SLOTS - 1)
+    code[0] = R_FALLBACK
+    if z.memo_bytes >= z.memo_budget or not glr_trylock(&z.memo_flag):
+        return NULL
+    j = <Py_ssize_t>(_mix(<uint64_t>key) & (CMEMO_SLOTS - 1))
+    for probe in range(CMEMO_SLOTS):
+        if z.cmemo_key[j] == key or z.cmemo_key[j] == -1:
+            break
+        j = (j + 1) & (CMEMO_SLOTS - 1)
+    else:
         glr_unlock(&z.memo_flag)
-        if m == NULL:
-            return code
-    if m.unusable:
-        return R_FALLBACK
+        return NULL  # the table is full: these lanes walk the trie
+    m = z.cmemo_val[j] if z.cmemo_key[j] == key else NULL
+    if m == NULL:
+        m = <LexMemo*>calloc(1, sizeof(LexMemo))
+        n = 0
+        i = 1
+        while i < t.tr_n:
+            n += 1
+            i = t.tr_end[i]
+        if m != NULL:
+            m.fr_node = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+            m.fr_q = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+        if m == NULL or m.fr_node == NULL or m.fr_q == NULL:
+            _memo_free(m)
+            glr_unlock(&z.memo_flag)
+            code[0] = R_NOMEM
+            return NULL
+        m.cond = c
+        m.lex_done = 1
+        m.n_front = <int32_t>n
+        n = 0
+        i = 1
+        while i < t.tr_n:
+            m.fr_node[n] = <int32_t>i
+            m.fr_q[n] = q
+            n += 1
+            i = t.tr_end[i]
+        glr_store_ptr(<void**>&z.cmemo_val[j], m)
+        glr_store_u64(<uint64_t*>&z.cmemo_key[j], <uint64_t>key)
+    if not m.ready:
+        r = _memo_classes(t, f, m)
+        if r == R_MISSING or r == R_NOMEM:
+            glr_unlock(&z.memo_flag)
+            code[0] = r
+            return NULL
+        if r != R_OK:
+            m.unusable = 1
+        glr_store_i32(&m.ready, 1)
+    glr_unlock(&z.memo_flag)
+    return m
+
+
+cdef int _lane_memo_fill(const CTables* t, CFamily* f, LexMemo* m, const int32_t* front, int32_t nn,
+                         uint32_t* out) noexcept nogil:
+    """OR into ``out`` the tokens one lane over the stacks ``front`` allows, from its memo: the
+    groups whose end state survives the stacks, and the classes whose lanes (after feeding their
+    seqs to the stacks) live."""
+    cdef int32_t g, cls, nl, li, nc, ns, k
+    cdef const int32_t* p
+    cdef int r, valid
+    cdef Py_ssize_t off
+    cdef IVec* CP = &f.m_cpool
     for g in range(m.n_groups):
         r = _lane_survives(t, f, m.g_state[g], front, nn)
         if r < 0:
@@ -2395,6 +2488,42 @@ cdef int _memo_fill(const CTables* t, CFamily* f, const int32_t* snap, uint32_t*
         if valid:
             _or_tokens(t, out, m.c_ids, m.c_tptr[cls], m.c_tptr[cls + 1],
                        m.c_rows + m.c_row[cls] * t.n_words if m.c_row[cls] >= 0 else NULL)
+    return R_OK
+
+
+DEF MEMO_MAX_LANES = 16
+
+
+cdef int _memo_fill(const CTables* t, CFamily* f, const int32_t* snap, uint32_t* out) noexcept nogil:
+    """The mask of a snapshot from its lanes' memos, lane by lane (lanes step independently, so
+    a token is allowed iff one lane allows it) — no trie walk. R_FALLBACK when a lane has no memo
+    now (more than one pending condition, budget spent, another thread building it, too big)."""
+    cdef int32_t n = snap[0], i, nc, nn, q
+    cdef const int32_t* p = snap + 1
+    cdef LexMemo* ms[MEMO_MAX_LANES]
+    cdef int code = R_OK, r
+    if n > MEMO_MAX_LANES:
+        return R_FALLBACK
+    for i in range(n):
+        nc = p[1]
+        nn = p[2 + nc]
+        q = t.lex_init if p[0] == BOUNDARY else p[0]
+        if q < 0 or nc > 1:
+            return R_FALLBACK
+        ms[i] = _q_memo(t, f, q, &code) if nc == 0 else _cond_memo(t, f, q, p[2], &code)
+        if ms[i] == NULL:
+            return code
+        if ms[i].unusable:
+            return R_FALLBACK
+        p = p + 3 + nc + nn
+    p = snap + 1
+    for i in range(n):
+        nc = p[1]
+        nn = p[2 + nc]
+        r = _lane_memo_fill(t, f, ms[i], p + 3 + nc, nn, out)
+        if r != R_OK:
+            return r
+        p = p + 3 + nc + nn
     return R_OK
 
 
@@ -2519,7 +2648,7 @@ cdef int _dyn_fill(const CTables* t, CFamily* f, int32_t rec, uint32_t* out) noe
     memset(f.fc_slot, 0xff, FC_SLOTS * sizeof(int32_t))
     f.fc_pool.n = 0
     f.fc_on = 1
-    if t.lazy and snap[0] == 1 and snap[2] == 0:
+    if t.lazy:
         r = _memo_fill(t, f, snap, out)
     if r == R_FALLBACK:
         memset(out, 0, t.n_words * sizeof(uint32_t))
