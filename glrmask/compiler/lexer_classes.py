@@ -59,7 +59,7 @@ class BoundedClasses:
         labels = _row_labels(np.ascontiguousarray(observed)) if n else np.zeros(0, dtype=np.int64)
         dead = trans < 0
         safe = np.maximum(trans, 0)
-        self._reps: list[list[int]] = [_smallest_member(labels)]
+        self._reps: list[np.ndarray] = [_smallest_member(labels)]  # int32 per level: ~4 bytes a state
         n_cls = int(labels.max()) + 1 if n else 0
         h = 0
         while h < max_h and n_cls < n:
@@ -84,14 +84,14 @@ class BoundedClasses:
 
     def level(self, h: int) -> list[int]:
         """``rep(q, h)`` for every state ``q``, as a list indexed by ``q``."""
-        return self._reps[min(h, self.stable_from)]
+        return self._reps[min(h, self.stable_from)].tolist()
 
     def rep(self, q: int, h: int) -> int:
         """The representative of ``q``'s ``h``-equivalence class (DEAD and other negative ids are
         returned unchanged)."""
         if q < 0:
             return q
-        return self._reps[min(h, self.stable_from)][q]
+        return int(self._reps[min(h, self.stable_from)][q])
 
     @property
     def n_levels(self) -> int:
@@ -139,15 +139,15 @@ def byte_groups(dfa: LexerDFA, ev: Optional[np.ndarray] = None) -> tuple[tuple[i
     return tuple(tuple(g) for g in groups.values())
 
 
-def _smallest_member(labels: np.ndarray) -> list[int]:
+def _smallest_member(labels: np.ndarray) -> np.ndarray:
     """Per state, the smallest state with its label."""
     n = labels.shape[0]
     if n == 0:
-        return []
+        return np.zeros(0, dtype=np.int32)
     m = int(labels.max()) + 1
     smallest = np.full(m, n, dtype=np.int64)
     np.minimum.at(smallest, labels, np.arange(n, dtype=np.int64))
-    return smallest[labels].tolist()
+    return smallest[labels].astype(np.int32)
 
 
 _HEIGHTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
