@@ -1819,7 +1819,7 @@ cdef void _undo_nodes(CFamily* f, Py_ssize_t n0, int64_t grows0) noexcept nogil:
     f.node_parent.n = n0
 
 
-cdef int _walk_step(const CTables* t, CFamily* f, Py_ssize_t parent, int32_t b) noexcept nogil:
+cdef int _walk_step(const CTables* t, CFamily* f, Py_ssize_t parent, int32_t b, SeqTab* S=NULL) noexcept nogil:
     """The snapshot after byte ``b`` from the one at ``w_pool[parent]``, appended to ``w_pool``.
     Returns its number of lanes (0: dead), -1 on OOM, TOOBIG.
 
@@ -1890,7 +1890,7 @@ cdef int _walk_step(const CTables* t, CFamily* f, Py_ssize_t parent, int32_t b) 
                     cbuf[m] = c2
                     nc2 += 1
             if not dead:
-                r = _lane_survives(t, f, q2, lp + 3 + nc, nn)
+                r = 1 if S != NULL else _lane_survives(t, f, q2, lp + 3 + nc, nn)
                 if r < 0:
                     return -1
                 p = W.d + parent  # _lane_survives never touches w_pool, but keep p honest
@@ -1910,7 +1910,7 @@ cdef int _walk_step(const CTables* t, CFamily* f, Py_ssize_t parent, int32_t b) 
         W.n = o
         return n_out
     f.s_next.n = 0
-    r = _step_byte(t, f, p, b, &f.s_next)
+    r = _step_byte(t, f, p, b, &f.s_next, S)
     if r <= 0:
         return r
     if iv_reserve(W, W.n + f.s_next.n):
@@ -2130,6 +2130,23 @@ cdef LexMemo* _memo_finish(const CTables* t, CFamily* f, int32_t q, LexMemo* m, 
     return m
 
 
+cdef int _canonical_lanes(CFamily* f, const int32_t* snap, IVec* dst) noexcept nogil:
+    """``snap`` with its lanes sorted and merged, frontiers sorted and unique (the form a full
+    step builds), appended to ``dst``: its number of lanes, -1 on OOM."""
+    cdef int32_t n = snap[0], i, nc, nn, k
+    cdef const int32_t* p = snap + 1
+    f.s_out.n = 0
+    f.s_idx.n = 0
+    for i in range(n):
+        nc = p[1]
+        nn = p[2 + nc]
+        for k in range(nn):
+            if _emit(f, p[0], p + 2, nc, p[3 + nc + k]):
+                return -1
+        p = p + 3 + nc + nn
+    return _build_lanes(f, dst)
+
+
 cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
     """Walk every frontier subtree symbolically (lanes carry seqs, see :func:`_step_byte`) and
     group its tokens by the snapshot they end in. R_OK, R_MISSING, R_NOMEM or R_TOOBIG."""
@@ -2170,23 +2187,21 @@ cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
         while i < hi:
             d = t.tr_depth[i]
             W.n = L.d[d]
-            f.s_next.n = 0
-            r = _step_byte(t, f, W.d + L.d[d - 1], t.tr_byte[i], &f.s_next, &S)
+            r = _walk_step(t, f, L.d[d - 1], t.tr_byte[i], &S)
             if r < 0:
                 res = R_TOOBIG if r == TOOBIG else R_NOMEM
                 break
             if r == 0:
                 i = t.tr_end[i]
                 continue
-            if iv_reserve(W, W.n + f.s_next.n):
-                res = R_NOMEM
-                break
-            memcpy(W.d + W.n, f.s_next.d, f.s_next.n * sizeof(int32_t))
-            W.n += f.s_next.n
-            L.d[d + 1] = <int32_t>W.n
             tok = t.tr_internal[i]
             if tok >= 0:
-                # the class of this snapshot (hash table over the snapshots seen)
+                # the class of this snapshot (hash table over the snapshots seen); fast steps
+                # leave lanes as they were (not merged): canonical form first
+                f.s_next.n = 0
+                if _canonical_lanes(f, W.d + L.d[d], &f.s_next) < 0:
+                    res = R_NOMEM
+                    break
                 ln = f.s_next.n
                 h = 0x9e3779b97f4a7c15
                 for k in range(ln):
@@ -2235,6 +2250,7 @@ cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
                         break
                 if res != R_OK:
                     break
+            L.d[d + 1] = <int32_t>W.n
             i += 1
         if res != R_OK:
             break
