@@ -487,8 +487,9 @@ def compile(
     the stage and the limit (:mod:`glrmask.budget` lists them and their defaults) —
     ``max_seconds`` for the whole compile (default 300; ``None``: no limit), ``max_memory_mb``
     (resident-memory growth), and per-stage dicts: ``grammar``, ``normalize``, ``lr``, ``lexer``,
-    ``terminal_dwa``, ``parser_dwa``, ``dynamic`` (``max_step_transitions``: the per-mask fuel of
-    the reference engine) and ``runtime`` (``max_stacks``: parser stacks one native step may keep,
+    ``terminal_dwa``, ``parser_dwa``, ``dynamic`` (``max_step_transitions``: lexer entries one
+    dynamic mask or commit may explore, default 200,000; ``max_memo_mb``: the lexeme memos' memory,
+    default 256) and ``runtime`` (``max_stacks``: parser stacks one native step may keep,
     default 100,000). ``cache_dir``: reuse static compiles across processes (keyed by
     grammar, vocabulary, options and glrmask version; see :class:`glrmask.compile_cache.CompileCache`).
     ``on_stage(name, seconds, info)`` reports each compile stage as it ends."""

@@ -138,3 +138,22 @@ def test_rollback_and_fork_on_a_dynamic_state_give_the_earlier_masks(gpt2):
     state.rollback(len(ids) - 2)
     assert mask.get_mask(state).tobytes() == seen[2]
     assert branch.num_committed == len(ids) and branch.is_accepting()
+
+
+def test_a_small_memo_budget_keeps_masks_exact(gpt2):
+    src = (GRAMMARS / "json.lark").read_text(encoding="utf-8")
+    static, _ = _pair("json.lark", gpt2)
+    lean = glrmask.compile(src, gpt2, mode="dynamic", limits={"dynamic": {"max_memo_mb": 1}})
+    ids = gpt2.encode('{"a": [1, -2.5e3, "x y", true, null, {"b": []}]}')
+    s, d = static.start(), lean.start()
+    for t in ids:
+        assert lean.get_mask(d).tobytes() == static.get_mask(s).tobytes()
+        assert s.commit(t) and d.commit(t)
+
+
+def test_dynamic_limits_are_checked(gpt2):
+    src = (GRAMMARS / "json.lark").read_text(encoding="utf-8")
+    with pytest.raises(ValueError, match="max_memo_mb"):
+        glrmask.compile(src, gpt2, mode="dynamic", limits={"dynamic": {"max_memo_mb": 0}})
+    with pytest.raises(ValueError, match="unknown"):
+        glrmask.compile(src, gpt2, mode="dynamic", limits={"dynamic": {"memo": 1}})

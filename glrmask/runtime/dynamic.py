@@ -26,7 +26,11 @@ from glrmask_ext.runtime import LazyLexer
 from .engine import trie_arrays
 from .tables import build_tables, dynamic_arrays
 
-__all__ = ["DEFAULT_STEP_TRANSITIONS", "DynamicEngine", "LexerExplorer"]
+__all__ = ["DEFAULT_MEMO_MB", "DEFAULT_STEP_TRANSITIONS", "DynamicEngine", "LexerExplorer"]
+
+DEFAULT_MEMO_MB = 256
+"""Memory the lexeme memos of one mask may hold (``limits["dynamic"]["max_memo_mb"]``); past it,
+masks of lexer states without a memo walk the trie (same masks, slower)."""
 
 DEFAULT_STEP_TRANSITIONS = 200_000
 """Lexer entries one operation (a mask or a commit) may explore (``limits["dynamic"]
@@ -116,12 +120,15 @@ class DynamicEngine:
                  recognizer: Optional[Callable] = None, lock=None, limits: Optional[dict] = None) -> None:
         limits = dict(limits or {})
         fuel = limits.pop("max_step_transitions", DEFAULT_STEP_TRANSITIONS)
+        memo_mb = limits.pop("max_memo_mb", DEFAULT_MEMO_MB)
         if limits:
             raise ValueError(f"unknown limits['dynamic'] keys: {sorted(limits)}")
-        if fuel is not None and (isinstance(fuel, bool) or not isinstance(fuel, int) or fuel < 1):
-            raise ValueError(f"limits['dynamic']['max_step_transitions'] must be a positive integer, got {fuel!r}")
+        for name, v in (("max_step_transitions", fuel), ("max_memo_mb", memo_mb)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ValueError(f"limits['dynamic'][{name!r}] must be a positive integer, got {v!r}")
         self.lexer = lexer
         self.explorer = LexerExplorer(lexer, lock=lock, max_step_transitions=fuel)
+        self.explorer.native.memo_budget = (1 << 62) if memo_mb is None else memo_mb << 20
         self._recognizer_factory = recognizer
         self._recognizer = None
         self.tables = build_tables(dynamic_arrays(lexer, table, ignore, vocab, eos_ids))
