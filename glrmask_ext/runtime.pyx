@@ -113,7 +113,6 @@ DEF CI_AT_END = 2
 DEF CI_SAT = 4
 DEF DEFAULT_MEMO_BYTES = 256 * 1024 * 1024
 DEF MEMO_DENSE_MIN = 256
-DEF MAX_FRONT_CACHE = 64
 DEF FC_SLOTS = 512
 DEF CM_SLOTS = 512
 DEF CM_MAX_KEY = 4096
@@ -786,11 +785,10 @@ ctypedef struct CFamily:
     IVec w_pool            # dynamic masks: the snapshot of every trie level being walked
     IVec w_lvl             # start of each level's snapshot in w_pool
     int64_t h_grows        # hash-table rebuilds (a walk's speculative nodes are undone unless one happened)
-    IVec m_pairs           # lexeme-memo build: (end state, token id) pairs, then counts
-    IVec m_front           # lexeme-memo build: (node, state) pairs
+    IVec m_front           # seqs whose stacks a mask is computing (a stack of ids)
     IVec m_lvlq            # lexeme-memo build: the lexer state of each trie level
-    IVec m_cache           # frontier steps of one mask: (state, byte, offset, length)…
-    IVec m_cpool           # … and their snapshots
+    IVec m_cache           # per seq of the memo being evaluated: offset of its stacks in m_cpool
+    IVec m_cpool           # … ([n, nodes…]), -1 dead, -2 not computed yet
     IVec m_key             # the configuration key of the mask being computed (shared cache)
     IVec lm_snap[LM_SLOTS] # the snapshots of the last dynamic masks, and the masks (before end tokens)
     uint32_t* lm_words     # LM_SLOTS rows
@@ -889,7 +887,7 @@ cdef class Family:
         iv_free(&f.s_lanes); iv_free(&f.s_out); iv_free(&f.s_idx); iv_free(&f.s_tmp)
         iv_free(&f.s_next); iv_free(&f.s_conds); iv_free(&f.s_clo_state); iv_free(&f.s_clo_parent)
         iv_free(&f.s_front); iv_free(&f.s_miss); iv_free(&f.w_pool); iv_free(&f.w_lvl)
-        iv_free(&f.m_pairs); iv_free(&f.m_front); iv_free(&f.m_lvlq); iv_free(&f.m_cache); iv_free(&f.m_cpool); iv_free(&f.m_key)
+        iv_free(&f.m_front); iv_free(&f.m_lvlq); iv_free(&f.m_cache); iv_free(&f.m_cpool); iv_free(&f.m_key)
         for i in range(LM_SLOTS):
             iv_free(&f.lm_snap[i])
         free(f.lm_words); free(f.fc_slot); iv_free(&f.fc_pool)
@@ -2632,10 +2630,11 @@ cdef void _lru_put(const CTables* t, CFamily* f, const int32_t* snap, Py_ssize_t
 
 
 cdef int _dyn_fill(const CTables* t, CFamily* f, int32_t rec, uint32_t* out) noexcept nogil:
-    """The mask of record ``rec`` on dynamic tables (no Parser DWA): the request's last mask again
-    when its snapshot did not change (inside a long string), else from the lexeme memo of its
-    lexer state (one lane, no pending condition), else a walk of the whole trie. The GSS nodes
-    the walk interns are undone at the end (a request's memory does not grow with its masks)."""
+    """The mask of record ``rec`` by the vocabulary trie (dynamic tables; on static tables, a lane
+    the Parser DWA has no root for). In order: one of the request's last masks when its snapshot
+    is the same (inside a long string), the shared cache by configuration, the lexeme memos of its
+    lanes, else a walk of the whole trie. The GSS nodes a step interns are undone at the end (a
+    request's memory does not grow with its masks). Words without end tokens."""
     cdef IVec* W = &f.w_pool
     cdef IVec* L = &f.w_lvl
     cdef const int32_t* snap = f.pool.d + f.rec_snap.d[rec]
