@@ -810,31 +810,43 @@ cdef inline uint64_t _mix(uint64_t x) noexcept nogil:
     return x
 
 
-cdef int _h_grow(CFamily* f) noexcept nogil:
-    cdef Py_ssize_t ncap = f.hcap * 2 if f.hcap else 256
+cdef inline Py_ssize_t _slot_of(const int64_t* keys, Py_ssize_t cap, int64_t key) noexcept nogil:
+    """The slot of ``key`` in an open-addressing table of non-negative keys (-1: empty), or the
+    empty slot where it belongs."""
+    cdef Py_ssize_t j = <Py_ssize_t>(_mix(<uint64_t>key) & <uint64_t>(cap - 1))
+    while keys[j] >= 0 and keys[j] != key:
+        j = (j + 1) & (cap - 1)
+    return j
+
+
+cdef int _table_grow(int64_t** keys, int32_t** vals, Py_ssize_t* cap) noexcept nogil:
+    """Double an open-addressing table (256 slots at first), re-inserting its keys. -1 on OOM."""
+    cdef Py_ssize_t ncap = cap[0] * 2 if cap[0] else 256
     cdef int64_t* nt = <int64_t*>malloc(ncap * sizeof(int64_t))
     cdef int32_t* nv = <int32_t*>malloc(ncap * sizeof(int32_t))
     cdef Py_ssize_t i, j
-    cdef int64_t key
     if nt == NULL or nv == NULL:
         free(nt)
         free(nv)
         return -1
     for i in range(ncap):
         nt[i] = -1
-    for i in range(f.hcap):
-        key = f.htab[i]
-        if key >= 0:
-            j = <Py_ssize_t>(_mix(<uint64_t>key) & <uint64_t>(ncap - 1))
-            while nt[j] >= 0:
-                j = (j + 1) & (ncap - 1)
-            nt[j] = key
-            nv[j] = f.hval[i]
-    free(f.htab)
-    free(f.hval)
-    f.htab = nt
-    f.hval = nv
-    f.hcap = ncap
+    for i in range(cap[0]):
+        if keys[0][i] >= 0:
+            j = _slot_of(nt, ncap, keys[0][i])
+            nt[j] = keys[0][i]
+            nv[j] = vals[0][i]
+    free(keys[0])
+    free(vals[0])
+    keys[0] = nt
+    vals[0] = nv
+    cap[0] = ncap
+    return 0
+
+
+cdef int _h_grow(CFamily* f) noexcept nogil:
+    if _table_grow(&f.htab, &f.hval, &f.hcap):
+        return -1
     f.h_grows += 1
     return 0
 
@@ -846,11 +858,9 @@ cdef int32_t _intern(CFamily* f, int32_t state, int32_t parent) noexcept nogil:
     cdef int32_t idx
     if (f.hcount + 1) * 2 > f.hcap and _h_grow(f):
         return -1
-    j = <Py_ssize_t>(_mix(<uint64_t>key) & <uint64_t>(f.hcap - 1))
-    while f.htab[j] >= 0:
-        if f.htab[j] == key:
-            return f.hval[j]
-        j = (j + 1) & (f.hcap - 1)
+    j = _slot_of(f.htab, f.hcap, key)
+    if f.htab[j] == key:
+        return f.hval[j]
     idx = <int32_t>f.node_state.n
     if iv_push(&f.node_state, state) or iv_push(&f.node_parent, parent):
         return -1
@@ -1152,35 +1162,13 @@ cdef int _feed(const CTables* t, CFamily* f, const int32_t* front, int32_t n_fro
 cdef int32_t _seq_child(SeqTab* S, int32_t seq, int32_t term) noexcept nogil:
     """The seq ``seq`` + ``term`` (created on first use); -1 when out of memory."""
     cdef int64_t key = (<int64_t>seq << 32) | <int64_t>(<uint32_t>term)
-    cdef Py_ssize_t j, i, ncap
-    cdef int64_t* nk
-    cdef int32_t* nv
+    cdef Py_ssize_t j
     cdef int32_t idx
-    if (S.count + 1) * 2 > S.cap:
-        ncap = S.cap * 2 if S.cap else 256
-        nk = <int64_t*>malloc(ncap * sizeof(int64_t))
-        nv = <int32_t*>malloc(ncap * sizeof(int32_t))
-        if nk == NULL or nv == NULL:
-            free(nk); free(nv)
-            return -1
-        for j in range(ncap):
-            nk[j] = -1
-        for i in range(S.cap):
-            if S.keys[i] >= 0:
-                j = <Py_ssize_t>(_mix(<uint64_t>S.keys[i]) & <uint64_t>(ncap - 1))
-                while nk[j] >= 0:
-                    j = (j + 1) & (ncap - 1)
-                nk[j] = S.keys[i]
-                nv[j] = S.vals[i]
-        free(S.keys); free(S.vals)
-        S.keys = nk
-        S.vals = nv
-        S.cap = ncap
-    j = <Py_ssize_t>(_mix(<uint64_t>key) & <uint64_t>(S.cap - 1))
-    while S.keys[j] >= 0:
-        if S.keys[j] == key:
-            return S.vals[j]
-        j = (j + 1) & (S.cap - 1)
+    if (S.count + 1) * 2 > S.cap and _table_grow(&S.keys, &S.vals, &S.cap):
+        return -1
+    j = _slot_of(S.keys, S.cap, key)
+    if S.keys[j] == key:
+        return S.vals[j]
     idx = <int32_t>S.parent.n
     if iv_push(&S.parent, seq) or iv_push(&S.term, term):
         return -1
@@ -1797,9 +1785,7 @@ cdef void _undo_nodes(CFamily* f, Py_ssize_t n0, int64_t grows0) noexcept nogil:
             f.htab[j] = -1
         for idx in range(n0):
             key = (<int64_t>f.node_state.d[idx] << 32) | <int64_t>(<uint32_t>(f.node_parent.d[idx] + 1))
-            j = <Py_ssize_t>(_mix(<uint64_t>key) & m)
-            while f.htab[j] >= 0:
-                j = <Py_ssize_t>((<uint64_t>j + 1) & m)
+            j = _slot_of(f.htab, f.hcap, key)
             f.htab[j] = key
             f.hval[j] = <int32_t>idx
         f.hcount = n0
@@ -1807,10 +1793,7 @@ cdef void _undo_nodes(CFamily* f, Py_ssize_t n0, int64_t grows0) noexcept nogil:
         idx = f.node_state.n - 1
         while idx >= n0:
             key = (<int64_t>f.node_state.d[idx] << 32) | <int64_t>(<uint32_t>(f.node_parent.d[idx] + 1))
-            j = <Py_ssize_t>(_mix(<uint64_t>key) & m)
-            while f.htab[j] != key:
-                j = <Py_ssize_t>((<uint64_t>j + 1) & m)
-            f.htab[j] = -1
+            f.htab[_slot_of(f.htab, f.hcap, key)] = -1
             f.hcount -= 1
             idx -= 1
     f.node_state.n = n0
