@@ -1777,7 +1777,6 @@ cdef void _undo_nodes(CFamily* f, Py_ssize_t n0, int64_t grows0) noexcept nogil:
     exactly, unless it was rebuilt meanwhile — then it is rebuilt from the nodes kept."""
     cdef Py_ssize_t idx, j
     cdef int64_t key
-    cdef uint64_t m = <uint64_t>(f.hcap - 1)
     if f.node_state.n == n0:
         return
     if f.h_grows != grows0:
