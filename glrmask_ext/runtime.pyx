@@ -116,7 +116,7 @@ DEF MEMO_DENSE_MIN = 256
 DEF FC_SLOTS = 512
 DEF CM_SLOTS = 512
 DEF CM_MAX_KEY = 4096
-DEF CMEMO_SLOTS = 4096
+DEF MEMO_SLOTS = 65536
 DEF LM_SLOTS = 8
 
 DEFAULT_MAX_STACKS = 100_000
@@ -166,16 +166,20 @@ cdef inline void iv_free(IVec* v) noexcept nogil:
 
 # ------------------------------------------------------------------------------------ tables
 ctypedef struct LexMemo:
-    # what the vocabulary does from one lexer state inside a lexeme, whatever the parser stacks:
-    # the tokens that stay inside it, grouped by the lexer state they end in (a token is allowed
-    # iff that state survives the stacks: futures only shrink along a lexeme), and the trie
-    # nodes where a byte ends a terminal (the stacks decide; walked per mask)
-    int32_t n_groups
-    int32_t* g_state
-    int32_t* g_ptr
-    int32_t* g_ids
-    int32_t* g_row         # dense row of the group, -1: the ids are scattered
-    uint32_t* rows
+    # what the vocabulary does from one lane — lexer state ``q``, pending condition ``cond``
+    # (-1: none) — whatever its parser stacks beyond ``rbits``: the terminals alive in ``q`` the
+    # stacks could take (or that are ignored). Since terminals only die along a lexeme, a lane
+    # inside it survives iff one of its futures is in ``rbits``: so the tokens that stay inside
+    # the lexeme are known (``u_ids``), and the trie nodes where a byte ends a terminal are the
+    # frontier, whose tokens fall into classes by the lanes they end in (evaluated per mask).
+    int32_t q
+    int32_t cond           # a lane with this pending condition: every child of the trie root is a
+                           # frontier node, no in-lexeme tokens
+    uint64_t* rbits        # fut_words words
+    uint64_t key           # the hash of (q, cond, rbits) in the memo table
+    int32_t n_u
+    int32_t* u_ids         # tokens that stay inside the lexeme (and survive)
+    uint32_t* u_row        # the same as a dense row when they are many
     int32_t n_front
     int32_t* fr_node
     int32_t* fr_q          # lexer state before the node's byte
@@ -191,11 +195,10 @@ ctypedef struct LexMemo:
     int32_t n_seq          # seq 0 is empty; seq s = seq s_parent[s] + LR terminal s_term[s]
     int32_t* s_parent
     int32_t* s_term
-    int lex_done           # the lexeme part (groups, frontier nodes) is complete
-    int32_t cond           # a memo of a lane with this pending condition (-1: none): no groups, every
-                           # child of the trie root is a frontier node
-    int32_t ready          # complete (condition memos live in a table while they are built)
-    int unusable           # too many lanes to memoize: masks of this state walk the trie
+    int lex_done           # the lexeme part (in-lexeme tokens, frontier nodes) is complete
+    int32_t ready          # complete (memos live in the table while they are built)
+    int unusable           # too many lanes to memoize: masks of this lane walk the trie
+    int started            # the lexeme walk has begun
     # while it is being built (a walk that met lexer entries not explored yet resumes from the
     # subtrees it had to leave, instead of walking the whole trie again)
     IVec b_pairs           # (end state, token id)
@@ -205,7 +208,7 @@ ctypedef struct LexMemo:
 
 cdef void _memo_free(LexMemo* m) noexcept nogil:
     if m != NULL:
-        free(m.g_state); free(m.g_ptr); free(m.g_ids); free(m.g_row); free(m.rows)
+        free(m.rbits); free(m.u_ids); free(m.u_row)
         free(m.fr_node); free(m.fr_q)
         free(m.c_off); free(m.c_data); free(m.c_tptr); free(m.c_ids); free(m.c_row); free(m.c_rows)
         free(m.s_parent); free(m.s_term)
@@ -250,15 +253,13 @@ ctypedef struct CLazy:
     int32_t** ev_chunks    # event lists [n, term, cond, …] in chunks of EV_CHUNK ints
     int32_t n_chunks
     int32_t chunk_used
-    # lexeme memo (one per lexer state, built on first use, then shared by every request)
-    LexMemo** memo
-    LexMemo** building     # [cap_states] memos whose walk met unexplored lexer entries (under memo_flag)
+    # lexeme memos (built on first use, then shared by every request)
     int memo_flag          # try-lock of the builder (a busy builder is bypassed, never awaited)
     int64_t memo_bytes
     int64_t memo_budget
     CMSlot* cm             # CM_SLOTS masks by configuration, shared by every request of the mask
-    int64_t* cmemo_key     # CMEMO_SLOTS: (lexer state << 32 | condition) -> memo, open addressing;
-    LexMemo** cmemo_val    # written under memo_flag, a key published after its value
+    int64_t* memo_key      # MEMO_SLOTS: hash of (state, condition, rbits) -> memo, open addressing;
+    LexMemo** memo_val     # written under memo_flag, a key published after its value
 
 
 ctypedef struct CTables:
@@ -399,16 +400,14 @@ cdef class LazyLexer:
         self.z.ctrans = <int32_t**>calloc(cap_conds, sizeof(int32_t*))
         self.z.cinfo = <uint8_t*>calloc(cap_conds, sizeof(uint8_t))
         self.z.ev_chunks = <int32_t**>calloc(EV_MAX_CHUNKS, sizeof(int32_t*))
-        self.z.memo = <LexMemo**>calloc(cap_states, sizeof(LexMemo*))
-        self.z.building = <LexMemo**>calloc(cap_states, sizeof(LexMemo*))
         self.z.memo_budget = DEFAULT_MEMO_BYTES
         self.z.cm = <CMSlot*>calloc(CM_SLOTS, sizeof(CMSlot))
-        self.z.cmemo_key = <int64_t*>malloc(CMEMO_SLOTS * sizeof(int64_t))
-        self.z.cmemo_val = <LexMemo**>calloc(CMEMO_SLOTS, sizeof(LexMemo*))
-        if self.z.cmemo_key != NULL:
-            for i in range(CMEMO_SLOTS):
-                self.z.cmemo_key[i] = -1
-        if (self.z.cm == NULL or self.z.cmemo_key == NULL or self.z.cmemo_val == NULL or self.z.memo == NULL or self.z.building == NULL or self.z.trans == NULL or self.z.evref == NULL or self.z.fut == NULL or self.z.ctrans == NULL
+        self.z.memo_key = <int64_t*>malloc(MEMO_SLOTS * sizeof(int64_t))
+        self.z.memo_val = <LexMemo**>calloc(MEMO_SLOTS, sizeof(LexMemo*))
+        if self.z.memo_key != NULL:
+            for i in range(MEMO_SLOTS):
+                self.z.memo_key[i] = -1
+        if (self.z.cm == NULL or self.z.memo_key == NULL or self.z.memo_val == NULL or self.z.trans == NULL or self.z.evref == NULL or self.z.fut == NULL or self.z.ctrans == NULL
                 or self.z.cinfo == NULL or self.z.ev_chunks == NULL):
             raise MemoryError("glrmask runtime: cannot allocate the dynamic lexer tables")
         self.z.cinfo[C_TRUE] = CI_KNOWN | CI_AT_END | CI_SAT
@@ -419,10 +418,6 @@ cdef class LazyLexer:
         if self.z.trans != NULL:
             for i in range(self.z.cap_states):
                 free(self.z.trans[i]); free(self.z.evref[i]); free(self.z.fut[i])
-                if self.z.memo != NULL:
-                    _memo_free(self.z.memo[i])
-                if self.z.building != NULL:
-                    _memo_free(self.z.building[i])
         if self.z.ctrans != NULL:
             for i in range(self.z.cap_conds):
                 free(self.z.ctrans[i])
@@ -430,15 +425,15 @@ cdef class LazyLexer:
             for i in range(self.z.n_chunks):
                 free(self.z.ev_chunks[i])
         free(self.z.trans); free(self.z.evref); free(self.z.fut); free(self.z.ctrans)
-        free(self.z.cinfo); free(self.z.ev_chunks); free(self.z.memo); free(self.z.building)
+        free(self.z.cinfo); free(self.z.ev_chunks)
         if self.z.cm != NULL:
             for i in range(CM_SLOTS):
                 free(self.z.cm[i].key); free(self.z.cm[i].words)
         free(self.z.cm)
-        if self.z.cmemo_val != NULL:
-            for i in range(CMEMO_SLOTS):
-                _memo_free(self.z.cmemo_val[i])
-        free(self.z.cmemo_key); free(self.z.cmemo_val)
+        if self.z.memo_val != NULL:
+            for i in range(MEMO_SLOTS):
+                _memo_free(self.z.memo_val[i])
+        free(self.z.memo_key); free(self.z.memo_val)
 
     cdef void _check_state(self, int32_t q) except *:
         if q < 0 or q >= self.z.cap_states:
@@ -798,6 +793,7 @@ ctypedef struct CFamily:
     int32_t* fc_slot       # FC_SLOTS offsets into fc_pool (-1: empty)
     IVec fc_pool
     uint64_t* s_bits       # class bitsets: acc, seed, lane (3 * cw)
+    uint64_t* r_bits       # a lane's relevant terminals (fut_words; dynamic masks)
     int32_t cw
 
 
@@ -885,7 +881,8 @@ cdef class Family:
             raise MemoryError("glrmask runtime: cannot allocate a lock")
         self.f.cw = tables.t.cw
         self.f.s_bits = <uint64_t*>calloc(3 * tables.t.cw + 1, sizeof(uint64_t))
-        if self.f.s_bits == NULL:
+        self.f.r_bits = <uint64_t*>calloc(tables.t.fut_words + 1, sizeof(uint64_t))
+        if self.f.s_bits == NULL or self.f.r_bits == NULL:
             raise MemoryError("glrmask runtime: out of memory")
 
     def __dealloc__(self):
@@ -902,6 +899,7 @@ cdef class Family:
             iv_free(&f.lm_snap[i])
         free(f.lm_words); free(f.fc_slot); iv_free(&f.fc_pool)
         free(f.s_bits)
+        free(f.r_bits)
         if self.lock != NULL:
             PyThread_free_lock(self.lock)
 
@@ -1207,8 +1205,10 @@ cdef inline int _lane_survives(const CTables* t, CFamily* f, int32_t q2, const i
             if r and t.lazy:
                 bit = (<uint64_t>1) << (term & 63)
                 if not (glr_load_u64(&fut[fw + w]) & bit):
+                    # ask for this one only: a lane's first candidate usually has a future, and
+                    # each answer is one search of the Python lexer
                     _miss(f, M_FUTURE, q2, term)
-                    continue
+                    return 0
                 r = 1 if fut[2 * fw + w] & bit else 0
             if r:
                 return 1
@@ -1933,14 +1933,37 @@ cdef int _walk_range(const CTables* t, CFamily* f, Py_ssize_t lo, Py_ssize_t hi,
     return R_OK
 
 
+cdef int _survives_r(const CTables* t, CFamily* f, int32_t q2, const uint64_t* rbits) noexcept nogil:
+    """Whether a lane in lexer state ``q2`` has a future among ``rbits``: 1, 0, or -1 when that is
+    not explored yet (recorded in ``s_miss``)."""
+    cdef const uint64_t* fut = _lx_futures(t, f, q2)
+    cdef int32_t w, term, fw = t.fut_words
+    cdef uint64_t word, known
+    if fut == NULL:
+        return -1
+    for w in range(fw):  # a known future first
+        if rbits[w] & glr_load_u64(&fut[fw + w]) & fut[2 * fw + w] & fut[w]:
+            return 1
+    for w in range(fw):  # else ask for the first unknown one only (one Python search each)
+        known = glr_load_u64(&fut[fw + w])
+        word = fut[w] & rbits[w] & ~known
+        if word:
+            term = w * 64 + glr_ctz64(word)
+            _miss(f, M_FUTURE, q2, term)
+            return -1
+    return 0
+
+
 cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
     """The lexer-only walk of trie nodes ``[lo, hi)`` (parent state at level ``depth(lo) - 1`` of
-    ``m_lvlq``) into the memo being built. -1 on OOM."""
+    ``m_lvlq``) into the memo being built: a lane that does not survive ``m.rbits`` is a dead
+    subtree, one not explored yet is left for the next round. -1 on OOM."""
     cdef IVec* LQ = &f.m_lvlq
     cdef Py_ssize_t i = lo, k
     cdef int32_t d, qp, q2, tok
     cdef const int32_t* ev_t
     cdef const int32_t* ev_c
+    cdef int sv
     while i < hi:
         d = t.tr_depth[i]
         qp = LQ.d[d - 1]
@@ -1958,156 +1981,81 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
         if q2 == DEAD:
             i = t.tr_end[i]
             continue
+        sv = _survives_r(t, f, q2, m.rbits)
+        if sv < 0:
+            if iv_push(&m.b_pend, <int32_t>i) or iv_push(&m.b_pend, qp):
+                return -1
+            i = t.tr_end[i]
+            continue
+        if sv == 0:
+            i = t.tr_end[i]
+            continue
         LQ.d[d] = q2
         tok = t.tr_internal[i]
         if tok >= 0:
             for k in range(t.i2o_ptr[tok], t.i2o_ptr[tok + 1]):
-                if iv_push(&m.b_pairs, q2) or iv_push(&m.b_pairs, t.i2o_ids[k]):
+                if iv_push(&m.b_pairs, t.i2o_ids[k]):
                     return -1
         i += 1
     return 0
 
 
-cdef LexMemo* _memo_build(const CTables* t, CFamily* f, int32_t q, int* code) noexcept nogil:
-    """The lexeme memo of lexer state ``q`` (a walk of the trie with the lexer alone), or NULL with
-    ``code`` R_MISSING (lexer entries to explore first; the walk resumes where it stopped) or
-    R_NOMEM. Called with the builder lock held."""
+cdef int _memo_build(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
+    """Build (or go on building) the memo ``m`` of a lane without pending conditions: the lexeme
+    walk, resumed where it met lexer entries not explored yet, then the frontier classes.
+    R_OK, R_MISSING (explore, come back), R_NOMEM or R_TOOBIG. Called with the builder lock."""
     cdef IVec* LQ = &f.m_lvlq
-    cdef IVec* P
-    cdef IVec* FR
     cdef IVec pend
-    cdef Py_ssize_t k, n_pairs, g, n_dense, r_i, node
-    cdef int32_t oid, maxq = -1, n_groups = 0, acc = 0, st
-    cdef int32_t* cnt
-    cdef int32_t* gidx
-    cdef LexMemo* m = t.lz.building[q]
-    code[0] = R_NOMEM
+    cdef Py_ssize_t k, node, n
+    cdef int32_t oid
     if iv_reserve(LQ, t.tr_max_depth + 2):
-        return NULL
-    if m != NULL and m.lex_done:
-        return _memo_finish(t, f, q, m, code)
-    if m == NULL:
-        m = <LexMemo*>calloc(1, sizeof(LexMemo))
-        if m == NULL:
-            return NULL
-        m.cond = -1
-        t.lz.building[q] = m
-        LQ.d[0] = q
-        if _memo_walk(t, f, m, 1, t.tr_n):
-            t.lz.building[q] = NULL
-            _memo_free(m)
-            return NULL
-    else:
-        pend = m.b_pend
-        memset(&m.b_pend, 0, sizeof(IVec))
-        for k in range(pend.n // 2):
-            node = pend.d[2 * k]
-            LQ.d[t.tr_depth[node] - 1] = pend.d[2 * k + 1]
-            if _memo_walk(t, f, m, node, t.tr_end[node]):
-                iv_free(&pend)
-                t.lz.building[q] = NULL
-                _memo_free(m)
-                return NULL
-        iv_free(&pend)
-    if m.b_pend.n:
-        code[0] = R_MISSING
-        return NULL
-    P = &m.b_pairs
-    FR = &m.b_front
-    for k in range(P.n // 2):
-        if P.d[2 * k] > maxq:
-            maxq = P.d[2 * k]
-    n_pairs = P.n // 2
-    cnt = <int32_t*>calloc(maxq + 2, sizeof(int32_t))
-    gidx = <int32_t*>malloc((maxq + 2) * sizeof(int32_t))
-    if cnt == NULL or gidx == NULL:
-        free(cnt); free(gidx)
-        t.lz.building[q] = NULL
-        _memo_free(m)
-        return NULL
-    for k in range(n_pairs):
-        cnt[P.d[2 * k]] += 1
-    for st in range(maxq + 1):
-        if cnt[st]:
-            n_groups += 1
-    m.n_groups = n_groups
-    m.g_state = <int32_t*>malloc((n_groups + 1) * sizeof(int32_t))
-    m.g_ptr = <int32_t*>malloc((n_groups + 1) * sizeof(int32_t))
-    m.g_row = <int32_t*>malloc((n_groups + 1) * sizeof(int32_t))
-    m.g_ids = <int32_t*>malloc((n_pairs + 1) * sizeof(int32_t))
-    m.n_front = <int32_t>(FR.n // 2)
-    m.fr_node = <int32_t*>malloc((m.n_front + 1) * sizeof(int32_t))
-    m.fr_q = <int32_t*>malloc((m.n_front + 1) * sizeof(int32_t))
-    if (m.g_state == NULL or m.g_ptr == NULL or m.g_row == NULL or m.g_ids == NULL or m.fr_node == NULL
-            or m.fr_q == NULL):
-        free(cnt); free(gidx)
-        t.lz.building[q] = NULL
-        _memo_free(m)
-        return NULL
-    g = 0
-    n_dense = 0
-    for st in range(maxq + 1):
-        if cnt[st]:
-            m.g_state[g] = st
-            m.g_ptr[g] = acc
-            m.g_row[g] = -1
-            if cnt[st] >= MEMO_DENSE_MIN:
-                m.g_row[g] = <int32_t>n_dense
-                n_dense += 1
-            gidx[st] = acc
-            acc += cnt[st]
-            g += 1
-    m.g_ptr[n_groups] = acc
-    for k in range(n_pairs):
-        st = P.d[2 * k]
-        m.g_ids[gidx[st]] = P.d[2 * k + 1]
-        gidx[st] += 1
-    free(cnt)
-    free(gidx)
-    if n_dense:
-        m.rows = <uint32_t*>calloc(n_dense * t.n_words, sizeof(uint32_t))
-        if m.rows == NULL:
-            t.lz.building[q] = NULL
-            _memo_free(m)
-            return NULL
-        for g in range(n_groups):
-            r_i = m.g_row[g]
-            if r_i >= 0:
-                for k in range(m.g_ptr[g], m.g_ptr[g + 1]):
-                    oid = m.g_ids[k]
-                    m.rows[r_i * t.n_words + (oid >> 5)] |= (<uint32_t>1) << (oid & 31)
-    for k in range(m.n_front):
-        m.fr_node[k] = FR.d[2 * k]
-        m.fr_q[k] = FR.d[2 * k + 1]
-    iv_free(&m.b_pairs)
-    iv_free(&m.b_front)
-    m.lex_done = 1
-    t.lz.memo_bytes += 4 * (3 * n_groups + n_pairs + 2 * m.n_front) + 4 * n_dense * t.n_words + 64
-    return _memo_finish(t, f, q, m, code)
+        return R_NOMEM
+    if not m.lex_done:
+        if not m.started:
+            m.started = 1
+            LQ.d[0] = m.q
+            if _memo_walk(t, f, m, 1, t.tr_n):
+                return R_NOMEM
+        else:
+            pend = m.b_pend
+            memset(&m.b_pend, 0, sizeof(IVec))
+            for k in range(pend.n // 2):
+                node = pend.d[2 * k]
+                LQ.d[t.tr_depth[node] - 1] = pend.d[2 * k + 1]
+                if _memo_walk(t, f, m, node, t.tr_end[node]):
+                    iv_free(&pend)
+                    return R_NOMEM
+            iv_free(&pend)
+        if m.b_pend.n:
+            return R_MISSING
+        n = m.b_pairs.n
+        m.n_u = <int32_t>n
+        m.u_ids = m.b_pairs.d
+        memset(&m.b_pairs, 0, sizeof(IVec))
+        if n >= MEMO_DENSE_MIN:
+            m.u_row = <uint32_t*>calloc(t.n_words, sizeof(uint32_t))
+            if m.u_row == NULL:
+                return R_NOMEM
+            for k in range(n):
+                oid = m.u_ids[k]
+                m.u_row[oid >> 5] |= (<uint32_t>1) << (oid & 31)
+        m.n_front = <int32_t>(m.b_front.n // 2)
+        m.fr_node = <int32_t*>malloc((m.n_front + 1) * sizeof(int32_t))
+        m.fr_q = <int32_t*>malloc((m.n_front + 1) * sizeof(int32_t))
+        if m.fr_node == NULL or m.fr_q == NULL:
+            return R_NOMEM
+        for k in range(m.n_front):
+            m.fr_node[k] = m.b_front.d[2 * k]
+            m.fr_q[k] = m.b_front.d[2 * k + 1]
+        iv_free(&m.b_front)
+        m.lex_done = 1
+        t.lz.memo_bytes += 4 * (n + 2 * m.n_front) + (4 * t.n_words if m.u_row != NULL else 0) + 64
+    return _memo_classes(t, f, m)
 
 
 cdef inline void _tab_free(SeqTab* S) noexcept nogil:
     iv_free(&S.parent); iv_free(&S.term); free(S.keys); free(S.vals)
     memset(S, 0, sizeof(SeqTab))
-
-
-cdef LexMemo* _memo_finish(const CTables* t, CFamily* f, int32_t q, LexMemo* m, int* code) noexcept nogil:
-    """The classes of the tokens below the frontier nodes of ``m`` (a symbolic walk of each
-    frontier subtree), then the memo is done (``code`` R_OK) — or R_MISSING (explore, come back)."""
-    cdef int r = _memo_classes(t, f, m)
-    if r == R_MISSING:
-        code[0] = R_MISSING
-        return NULL
-    if r == R_NOMEM:
-        code[0] = R_NOMEM
-        t.lz.building[q] = NULL
-        _memo_free(m)
-        return NULL
-    if r != R_OK:  # too many lanes: a mask of this state walks the trie
-        m.unusable = 1
-    t.lz.building[q] = NULL
-    code[0] = R_OK
-    return m
 
 
 cdef int _canonical_lanes(CFamily* f, const int32_t* snap, IVec* dst) noexcept nogil:
@@ -2339,113 +2287,145 @@ cdef inline void _or_tokens(const CTables* t, uint32_t* out, const int32_t* ids,
             out[oid >> 5] |= (<uint32_t>1) << (oid & 31)
 
 
-cdef LexMemo* _q_memo(const CTables* t, CFamily* f, int32_t q, int* code) noexcept nogil:
-    """The memo of a lane in lexer state ``q`` without pending conditions (built on first use),
-    or NULL with ``code``: R_FALLBACK (not available now: budget spent or another thread is
-    building it), R_MISSING or R_NOMEM."""
-    cdef CLazy* z = t.lz
-    cdef LexMemo* m = <LexMemo*>glr_load_ptr(<void* const*>&z.memo[q])
-    if m != NULL:
-        return m
-    code[0] = R_FALLBACK
-    if z.memo_bytes >= z.memo_budget or not glr_trylock(&z.memo_flag):
-        return NULL
-    m = <LexMemo*>glr_load_ptr(<void* const*>&z.memo[q])
-    if m == NULL:
-        m = _memo_build(t, f, q, code)
-        if m != NULL:
-            glr_store_ptr(<void**>&z.memo[q], m)
-    glr_unlock(&z.memo_flag)
-    return m
+cdef inline uint64_t _memo_hash(int32_t q, int32_t c, const uint64_t* rbits, int32_t fw) noexcept nogil:
+    cdef uint64_t h = _mix((<uint64_t>(<uint32_t>q) << 32) ^ <uint64_t>(<uint32_t>(c + 1)))
+    cdef int32_t w
+    for w in range(fw):
+        h = _mix(h ^ rbits[w])
+    return h >> 1  # non-negative: -1 marks an empty slot
 
 
-cdef LexMemo* _cond_memo(const CTables* t, CFamily* f, int32_t q, int32_t c, int* code) noexcept nogil:
-    """The memo of a lane in lexer state ``q`` with the one pending condition ``c`` (a symbolic
-    walk from the trie root: the condition settles on the first bytes), as :func:`_q_memo`."""
+cdef LexMemo* _get_memo(const CTables* t, CFamily* f, int32_t q, int32_t c, const uint64_t* rbits,
+                        int* code) noexcept nogil:
+    """The memo of the lane (lexer state ``q``, pending condition ``c`` or -1, terminals
+    ``rbits``), built on first use; or NULL with ``code``: R_FALLBACK (not available now: budget
+    spent, table full, another thread building), R_MISSING or R_NOMEM."""
     cdef CLazy* z = t.lz
-    cdef int64_t key = (<int64_t>q << 32) | <int64_t>c, k
-    cdef Py_ssize_t j = <Py_ssize_t>(_mix(<uint64_t>key) & (CMEMO_SLOTS - 1)), probe, i, n
+    cdef int32_t fw = t.fut_words
+    cdef uint64_t h = _memo_hash(q, c, rbits, fw)
+    cdef Py_ssize_t j = <Py_ssize_t>(h & (MEMO_SLOTS - 1)), probe, i, n
+    cdef int64_t k
     cdef LexMemo* m
     cdef int r
-    for probe in range(CMEMO_SLOTS):
-        k = <int64_t>glr_load_u64(<const uint64_t*>&z.cmemo_key[j])
-        if k == key:
-            m = <LexMemo*>glr_load_ptr(<void* const*>&z.cmemo_val[j])
-            if glr_load_i32(&m.ready):
-                return m
-            break
+    for probe in range(MEMO_SLOTS):
+        k = <int64_t>glr_load_u64(<const uint64_t*>&z.memo_key[j])
         if k == -1:
             break
-        j = (j + 1) & (CMEMO_SLOTS - 1)
+        if k == <int64_t>h:
+            m = <LexMemo*>glr_load_ptr(<void* const*>&z.memo_val[j])
+            if m.q == q and m.cond == c and memcmp(m.rbits, rbits, fw * sizeof(uint64_t)) == 0:
+                if glr_load_i32(&m.ready):
+                    return m
+                break
+        j = (j + 1) & (MEMO_SLOTS - 1)
     code[0] = R_FALLBACK
     if z.memo_bytes >= z.memo_budget or not glr_trylock(&z.memo_flag):
         return NULL
-    j = <Py_ssize_t>(_mix(<uint64_t>key) & (CMEMO_SLOTS - 1))
-    for probe in range(CMEMO_SLOTS):
-        if z.cmemo_key[j] == key or z.cmemo_key[j] == -1:
+    m = NULL
+    j = <Py_ssize_t>(h & (MEMO_SLOTS - 1))
+    for probe in range(MEMO_SLOTS):
+        if z.memo_key[j] == -1:
             break
-        j = (j + 1) & (CMEMO_SLOTS - 1)
+        if z.memo_key[j] == <int64_t>h:
+            m = z.memo_val[j]
+            if m.q == q and m.cond == c and memcmp(m.rbits, rbits, fw * sizeof(uint64_t)) == 0:
+                break
+            m = NULL
+        j = (j + 1) & (MEMO_SLOTS - 1)
     else:
         glr_unlock(&z.memo_flag)
         return NULL  # the table is full: these lanes walk the trie
-    m = z.cmemo_val[j] if z.cmemo_key[j] == key else NULL
     if m == NULL:
         m = <LexMemo*>calloc(1, sizeof(LexMemo))
-        n = 0
-        i = 1
-        while i < t.tr_n:
-            n += 1
-            i = t.tr_end[i]
-        if m != NULL:
+        if m == NULL:
+            glr_unlock(&z.memo_flag)
+            code[0] = R_NOMEM
+            return NULL
+        m.q = q
+        m.cond = c
+        m.key = h
+        m.rbits = <uint64_t*>malloc(fw * sizeof(uint64_t))
+        if m.rbits != NULL:
+            memcpy(m.rbits, rbits, fw * sizeof(uint64_t))
+        if c >= 0 and m.rbits != NULL:
+            # a pending condition settles on the first bytes: walk every child of the root
+            n = 0
+            i = 1
+            while i < t.tr_n:
+                n += 1
+                i = t.tr_end[i]
             m.fr_node = <int32_t*>malloc((n + 1) * sizeof(int32_t))
             m.fr_q = <int32_t*>malloc((n + 1) * sizeof(int32_t))
-        if m == NULL or m.fr_node == NULL or m.fr_q == NULL:
+            if m.fr_node != NULL and m.fr_q != NULL:
+                m.n_front = <int32_t>n
+                n = 0
+                i = 1
+                while i < t.tr_n:
+                    m.fr_node[n] = <int32_t>i
+                    m.fr_q[n] = q
+                    n += 1
+                    i = t.tr_end[i]
+            m.lex_done = 1
+        if m.rbits == NULL or (c >= 0 and (m.fr_node == NULL or m.fr_q == NULL)):
             _memo_free(m)
             glr_unlock(&z.memo_flag)
             code[0] = R_NOMEM
             return NULL
-        m.cond = c
-        m.lex_done = 1
-        m.n_front = <int32_t>n
-        n = 0
-        i = 1
-        while i < t.tr_n:
-            m.fr_node[n] = <int32_t>i
-            m.fr_q[n] = q
-            n += 1
-            i = t.tr_end[i]
-        glr_store_ptr(<void**>&z.cmemo_val[j], m)
-        glr_store_u64(<uint64_t*>&z.cmemo_key[j], <uint64_t>key)
-    if not m.ready:
-        r = _memo_classes(t, f, m)
-        if r == R_MISSING or r == R_NOMEM:
-            glr_unlock(&z.memo_flag)
-            code[0] = r
-            return NULL
-        if r != R_OK:
-            m.unusable = 1
-        glr_store_i32(&m.ready, 1)
+        glr_store_ptr(<void**>&z.memo_val[j], m)
+        glr_store_u64(<uint64_t*>&z.memo_key[j], h)
+    r = _memo_build(t, f, m) if c < 0 else _memo_classes(t, f, m)
+    if r == R_MISSING:
+        glr_unlock(&z.memo_flag)
+        code[0] = R_MISSING
+        return NULL
+    if r != R_OK:  # out of memory or too many lanes: masks of this lane walk the trie
+        m.unusable = 1
+    glr_store_i32(&m.ready, 1)
     glr_unlock(&z.memo_flag)
     return m
+
+
+cdef int _relevant(const CTables* t, CFamily* f, int32_t q, const int32_t* front, int32_t nn,
+                   uint64_t* rbits) noexcept nogil:
+    """The terminals alive in lexer state ``q`` that are ignored or that the stacks ``front`` can
+    shift (after reductions), into ``rbits``: R_OK, R_MISSING (``q``'s live terminals are not
+    explored yet) or R_NOMEM."""
+    cdef const uint64_t* alive = _lx_futures(t, f, q)
+    cdef int32_t w, term, lr
+    cdef uint64_t word
+    cdef int r
+    if alive == NULL:
+        return R_MISSING
+    for w in range(t.fut_words):
+        rbits[w] = 0
+        word = alive[w]
+        while word:
+            term = w * 64 + glr_ctz64(word)
+            word &= word - 1
+            if t.lex_ignored[term]:
+                r = 1
+            else:
+                lr = t.lr_of_lex[term]
+                r = 0 if lr < 0 else _can_shift(t, f, front, nn, lr)
+                if r < 0:
+                    return R_NOMEM
+            if r:
+                rbits[w] |= (<uint64_t>1) << (term & 63)
+    return R_OK
 
 
 cdef int _lane_memo_fill(const CTables* t, CFamily* f, LexMemo* m, const int32_t* front, int32_t nn,
                          uint32_t* out) noexcept nogil:
     """OR into ``out`` the tokens one lane over the stacks ``front`` allows, from its memo: the
-    groups whose end state survives the stacks, and the classes whose lanes (after feeding their
-    seqs to the stacks) live."""
-    cdef int32_t g, cls, nl, li, nc, ns, k
+    tokens that stay inside the lexeme (they survive: the memo is for these stacks' terminals),
+    and the classes whose lanes (after feeding their seqs to the stacks) live."""
+    cdef int32_t cls, nl, li, nc, ns, k
     cdef const int32_t* p
-    cdef int r, valid
+    cdef int valid
     cdef Py_ssize_t off
     cdef IVec* CP = &f.m_cpool
-    for g in range(m.n_groups):
-        r = _lane_survives(t, f, m.g_state[g], front, nn)
-        if r < 0:
-            return R_NOMEM
-        if r:
-            _or_tokens(t, out, m.g_ids, m.g_ptr[g], m.g_ptr[g + 1],
-                       m.rows + m.g_row[g] * t.n_words if m.g_row[g] >= 0 else NULL)
+    if m.n_u:
+        _or_tokens(t, out, m.u_ids, 0, m.n_u, m.u_row)
     if m.n_cls == 0:
         return R_OK
     if iv_reserve(&f.m_cache, m.n_seq) or iv_reserve(CP, 1 + nn):
@@ -2498,6 +2478,7 @@ cdef int _memo_fill(const CTables* t, CFamily* f, const int32_t* snap, uint32_t*
     cdef const int32_t* p = snap + 1
     cdef LexMemo* ms[MEMO_MAX_LANES]
     cdef int code = R_OK, r
+    cdef uint64_t* rbits = f.r_bits
     if n > MEMO_MAX_LANES:
         return R_FALLBACK
     for i in range(n):
@@ -2506,7 +2487,13 @@ cdef int _memo_fill(const CTables* t, CFamily* f, const int32_t* snap, uint32_t*
         q = t.lex_init if p[0] == BOUNDARY else p[0]
         if q < 0 or nc > 1:
             return R_FALLBACK
-        ms[i] = _q_memo(t, f, q, &code) if nc == 0 else _cond_memo(t, f, q, p[2], &code)
+        if nc == 0:
+            r = _relevant(t, f, q, p + 3, nn, rbits)
+            if r != R_OK:
+                return r
+        else:
+            memset(rbits, 0, t.fut_words * sizeof(uint64_t))
+        ms[i] = _get_memo(t, f, q, p[2] if nc else -1, rbits, &code)
         if ms[i] == NULL:
             return code
         if ms[i].unusable:

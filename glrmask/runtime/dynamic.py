@@ -58,6 +58,7 @@ class LexerExplorer:
             group_of[list(g)] = k
             groups.append(np.asarray(sorted(g), dtype=np.uint8))
         self._group_of = group_of.tolist()
+        self._group_arr = group_of
         self._groups = groups
         self.n_explored = 0
 
@@ -78,12 +79,7 @@ class LexerExplorer:
                 "max_step_transitions, limits={'dynamic': {'max_step_transitions': N}}); the terminals' "
                 "regexes create too many scanning states for the vocabulary")
         with self._lock:
-            seen = set()
-            for kind, a, b in missing.tolist():
-                key = (kind, a, self._group_of[b] if kind in (self.M_STEP, self.M_COND_STEP) else b)
-                if key in seen:
-                    continue
-                seen.add(key)
+            for kind, a, b in self._unique(missing).tolist():
                 self.n_explored += 1
                 if kind == self.M_STEP:
                     q2, events = lexer.step(a, b)
@@ -105,6 +101,17 @@ class LexerExplorer:
                     nat.set_cond_step(a, self._groups[self._group_of[b]], c2)
                 else:
                     self._cond(a)
+
+    def _unique(self, missing: np.ndarray) -> np.ndarray:
+        """The distinct entries of ``missing`` (a walk asks for the same ones many times), byte
+        steps counted once per byte group."""
+        if len(missing) < 2:
+            return missing
+        kind, a, b = missing[:, 0].astype(np.int64), missing[:, 1].astype(np.int64), missing[:, 2]
+        stepped = (kind == self.M_STEP) | (kind == self.M_COND_STEP)
+        g = np.where(stepped, self._group_arr[np.where(stepped, b, 0)], b).astype(np.int64)
+        _keys, first = np.unique((kind << 56) | (a << 20) | g, return_index=True)
+        return missing[np.sort(first)]
 
     def _cond(self, c: int) -> None:
         if c >= 2 and not self.native.has_cond(c):
