@@ -18,14 +18,14 @@ def vocab():
 
 def test_a_dynamic_mask_over_its_step_fuel_is_a_clear_error(vocab):
     mask = glrmask.compile('start: A\nA: /a{3000}/\n', vocab, mode="dynamic",
-                           limits={"dynamic": {"max_step_transitions": 100}})
+                           limits={"dynamic": {"max_step_transitions": 5}})
     with pytest.raises(glrmask.GrammarTooComplex, match="max_step_transitions"):
         mask.get_mask(mask.start())
 
 
 def test_running_out_of_fuel_leaves_other_requests_working(vocab):
     mask = glrmask.compile('start: A | "b"\nA: /a{3000}/\n', vocab, mode="dynamic",
-                           limits={"dynamic": {"max_step_transitions": 100}})
+                           limits={"dynamic": {"max_step_transitions": 5}})
     with pytest.raises(glrmask.GrammarTooComplex):
         mask.get_mask(mask.start())
     other = glrmask.compile('start: "b"', vocab, mode="dynamic")

@@ -4,8 +4,10 @@ Why. A schema that arrives with a request cannot wait for the static compile (de
 effects, Terminal and Parser DWA). The dynamic engine needs only what is cheap — the lazy lexer
 and the LR table — and still runs every request natively: the same per-request state, commit and
 GLR steps as the static engine (:mod:`glrmask_ext.runtime`), with the mask computed by a walk of
-the vocabulary trie over that state instead of the Parser DWA (DESIGN §5: each trie level keeps
-its snapshot; a subtree is skipped once dead; within a lexeme only the lexer moves).
+the vocabulary trie over that state instead of the Parser DWA — in practice from *lexeme memos*
+built once per lane kind and shared by every request (the tokens that stay inside the lexeme,
+and classes of the tokens that end a terminal, evaluated against the stacks; see the runtime's
+module docstring), so most masks walk no trie at all.
 
 The lexer is explored on demand. Native steps read lexer rows from
 :class:`glrmask_ext.runtime.LazyLexer`; an entry not explored yet makes the step report what it
@@ -66,6 +68,7 @@ class LexerExplorer:
         """Compute the entries ``missing`` names (``(kind, a, b)`` rows; see ``Tables.attach_dynamic``);
         ``first``: the first call of one operation (its fuel starts again)."""
         lexer, nat = self.lexer, self.native
+        missing = self._unique(missing)
         if first:
             self._spent.n = 0
         spent = getattr(self._spent, "n", 0) + len(missing)
@@ -79,7 +82,7 @@ class LexerExplorer:
                 "max_step_transitions, limits={'dynamic': {'max_step_transitions': N}}); the terminals' "
                 "regexes create too many scanning states for the vocabulary")
         with self._lock:
-            for kind, a, b in self._unique(missing).tolist():
+            for kind, a, b in missing.tolist():
                 self.n_explored += 1
                 if kind == self.M_STEP:
                     q2, events = lexer.step(a, b)
