@@ -1,7 +1,7 @@
 """A long-running decode loop: does memory plateau? (RSS over time, printed.)
 
 Fresh requests, one after another, each a deep JSON document decoded token by token through the
-static json.lark mask (get_mask + commit per token, like a serving loop), in a single process.
+json.lark mask (static, or ``--mode dynamic``) (get_mask + commit per token, like a serving loop), in a single process.
 Every request's native memory must go when its state does, and every cache is bounded, so the
 resident set should stop growing after the first requests.
 
@@ -45,9 +45,11 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=40)
     ap.add_argument("--tokenizer", default=None, help="tokenizer.json (default: the built-in GPT-2)")
     ap.add_argument("--every", type=int, default=100, help="print RSS every N requests")
+    ap.add_argument("--mode", choices=("static", "dynamic"), default="static",
+                    help="dynamic: the same loop on dynamic masks (memos and caches must be bounded too)")
     args = ap.parse_args()
     vocab = glrmask.Vocab.default() if args.tokenizer is None else glrmask.Vocab.from_tokenizer_json(args.tokenizer)
-    mask = glrmask.compile(str(ROOT / "grammars" / "json.lark"), vocab)
+    mask = glrmask.compile(str(ROOT / "grammars" / "json.lark"), vocab, mode=args.mode)
     rng = random.Random(0)
     docs = [vocab.encode(deep_document(rng, args.depth)) for _ in range(50)]
     out = np.empty((1, mask.n_words), dtype=np.int32)
