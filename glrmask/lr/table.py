@@ -21,6 +21,8 @@ every alternative.
 """
 from __future__ import annotations
 
+import threading
+
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional
@@ -593,6 +595,56 @@ def _assemble(b: _Builder, trans, reduces, start, final, notes, method) -> LRTab
 _LR_ARRAYS = ("lr_meta", "shift_table", "goto_table", "reduce_offsets", "reduce_rules")
 
 
+class _ArrayRows:
+    """The action rows of a table read from arrays, built row by row on first use: the native
+    runtime reads the arrays themselves, so a loaded artifact does not pay for Python rows
+    (``Action`` objects per cell) unless the reference recognizer or a compile stage asks."""
+
+    def __init__(self, shift: np.ndarray, offsets: np.ndarray, flat: np.ndarray) -> None:
+        self._shift, self._offsets, self._flat = shift, offsets, flat
+        self._T = shift.shape[1]
+        self._rows: list = [None] * shift.shape[0]
+        self._interned: dict[Action, Action] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __iter__(self):
+        return (self[s] for s in range(len(self._rows)))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, (list, _ArrayRows)) and len(self) == len(other) and all(
+            a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __getitem__(self, s: int) -> list:
+        row = self._rows[s]
+        if row is None:
+            with self._lock:
+                row = self._rows[s]
+                if row is None:
+                    row = self._rows[s] = self._build(s)
+        return row
+
+    def _build(self, s: int) -> list:
+        # a cell has an action iff it shifts or reduces; accept = shift on the $END column
+        T, end = self._T, self._T - 1
+        shift = self._shift[s].tolist()
+        offs = self._offsets[s * T:(s + 1) * T + 1].tolist()
+        lo, hi = offs[0], offs[-1]
+        flat = self._flat[lo:hi].tolist()
+        row = [EMPTY_ACTION] * T
+        for t in range(T):
+            tgt = shift[t]
+            a0, a1 = offs[t] - lo, offs[t + 1] - lo
+            if tgt >= 0 or a1 > a0:
+                a = Action(None if tgt < 0 else tgt, tuple(flat[a0:a1]), t == end and tgt >= 0)
+                row[t] = self._interned.setdefault(a, a)
+        return row
+
+
 def _table_from_arrays(arrays: Mapping[str, np.ndarray], prefix: str) -> LRTable:
     """See :meth:`LRTable.from_arrays`."""
     from glrmask.json_blob import decode_json_blob
@@ -657,19 +709,7 @@ def _table_from_arrays(arrays: Mapping[str, np.ndarray], prefix: str) -> LRTable
     if not all(isinstance(t, int) and 0 <= t < T for t in ignored):
         raise bad("ignored terminal ids out of range")
 
-    # rows: a cell has an action iff it shifts or reduces; accept = shift on the $END column
-    end = T - 1
-    counts = np.diff(offsets).reshape(n, T)
-    offs = offsets.tolist()
-    flat_l = flat.tolist()
-    shift_l = shift.tolist()
-    interned: dict[Action, Action] = {}
-    rows: list[list[Action]] = [[EMPTY_ACTION] * T for _ in range(n)]
-    for s, t in zip(*(x.tolist() for x in np.nonzero((shift >= 0) | (counts > 0)))):
-        k = s * T + t
-        tgt = shift_l[s][t]
-        a = Action(None if tgt < 0 else tgt, tuple(flat_l[offs[k]:offs[k + 1]]), t == end and tgt >= 0)
-        rows[s][t] = interned.setdefault(a, a)
+    rows = _ArrayRows(shift, offsets, flat)
     return LRTable(
         terminals=terminals,
         terminal_index=terminal_index,
