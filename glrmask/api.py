@@ -489,7 +489,7 @@ def compile(
     (resident-memory growth), and per-stage dicts: ``grammar``, ``normalize``, ``lr``, ``lexer``,
     ``terminal_dwa``, ``parser_dwa``, ``dynamic`` (``max_step_transitions``: lexer entries one
     dynamic mask or commit may explore, default 200,000; ``max_memo_mb``: the lexeme memos' memory,
-    default 256) and ``runtime`` (``max_stacks``: parser stacks one native step may keep,
+    default 256, 0 for none) and ``runtime`` (``max_stacks``: parser stacks one native step may keep,
     default 100,000). ``cache_dir``: reuse static compiles across processes (keyed by
     grammar, vocabulary, options and glrmask version; see :class:`glrmask.compile_cache.CompileCache`).
     ``on_stage(name, seconds, info)`` reports each compile stage as it ends."""

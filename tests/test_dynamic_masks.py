@@ -140,10 +140,10 @@ def test_rollback_and_fork_on_a_dynamic_state_give_the_earlier_masks(gpt2):
     assert branch.num_committed == len(ids) and branch.is_accepting()
 
 
-def test_a_small_memo_budget_keeps_masks_exact(gpt2):
+def test_without_lexeme_memos_masks_walk_the_trie_and_stay_exact(gpt2):
     src = (GRAMMARS / "json.lark").read_text(encoding="utf-8")
     static, _ = _pair("json.lark", gpt2)
-    lean = glrmask.compile(src, gpt2, mode="dynamic", limits={"dynamic": {"max_memo_mb": 1}})
+    lean = glrmask.compile(src, gpt2, mode="dynamic", limits={"dynamic": {"max_memo_mb": 0}})
     ids = gpt2.encode('{"a": [1, -2.5e3, "x y", true, null, {"b": []}]}')
     s, d = static.start(), lean.start()
     for t in ids:
@@ -154,6 +154,6 @@ def test_a_small_memo_budget_keeps_masks_exact(gpt2):
 def test_dynamic_limits_are_checked(gpt2):
     src = (GRAMMARS / "json.lark").read_text(encoding="utf-8")
     with pytest.raises(ValueError, match="max_memo_mb"):
-        glrmask.compile(src, gpt2, mode="dynamic", limits={"dynamic": {"max_memo_mb": 0}})
+        glrmask.compile(src, gpt2, mode="dynamic", limits={"dynamic": {"max_memo_mb": -1}})
     with pytest.raises(ValueError, match="unknown"):
         glrmask.compile(src, gpt2, mode="dynamic", limits={"dynamic": {"memo": 1}})

@@ -32,7 +32,7 @@ __all__ = ["DEFAULT_MEMO_MB", "DEFAULT_STEP_TRANSITIONS", "DynamicEngine", "Lexe
 
 DEFAULT_MEMO_MB = 256
 """Memory the lexeme memos of one mask may hold (``limits["dynamic"]["max_memo_mb"]``); past it,
-masks of lexer states without a memo walk the trie (same masks, slower)."""
+masks of lexer states without a memo walk the trie (same masks, slower); 0 turns memos off."""
 
 DEFAULT_STEP_TRANSITIONS = 200_000
 """Lexer entries one operation (a mask or a commit) may explore (``limits["dynamic"]
@@ -133,9 +133,9 @@ class DynamicEngine:
         memo_mb = limits.pop("max_memo_mb", DEFAULT_MEMO_MB)
         if limits:
             raise ValueError(f"unknown limits['dynamic'] keys: {sorted(limits)}")
-        for name, v in (("max_step_transitions", fuel), ("max_memo_mb", memo_mb)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-                raise ValueError(f"limits['dynamic'][{name!r}] must be a positive integer, got {v!r}")
+        for name, v, least in (("max_step_transitions", fuel, 1), ("max_memo_mb", memo_mb, 0)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < least):
+                raise ValueError(f"limits['dynamic'][{name!r}] must be an integer >= {least}, got {v!r}")
         self.lexer = lexer
         self.explorer = LexerExplorer(lexer, lock=lock, max_step_transitions=fuel)
         self.explorer.native.memo_budget = (1 << 62) if memo_mb is None else memo_mb << 20
