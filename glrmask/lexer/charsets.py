@@ -242,10 +242,26 @@ def _freeze(av):
 _NODE_CACHE: dict = {}
 
 
+def _node_key(op, av, rel: int):
+    """The cache key of a node: cheap for the common shapes (a literal's ``av`` is an int, a
+    class's a list of ``(op, int | (lo, hi) | category)`` pairs, already hashable as a tuple),
+    :func:`_freeze` for anything else."""
+    if op is C.LITERAL or op is C.NOT_LITERAL or op is C.ANY:
+        return (op, av, rel)
+    if op is C.IN:
+        key = (op, tuple(av), rel)
+        try:
+            hash(key)
+            return key
+        except TypeError:
+            pass
+    return (op, _freeze(av), rel)
+
+
 def node_set(op, av, flags: int) -> Intervals:
     """The exact code points ``re`` accepts for a single-character node under ``flags``."""
     rel = flags & (FLAG_IGNORECASE | FLAG_DOTALL | FLAG_ASCII)
-    key = (str(op), _freeze(av), rel)
+    key = _node_key(op, av, rel)
     hit = _NODE_CACHE.get(key)
     if hit is not None:
         return hit

@@ -25,6 +25,8 @@ Instructions (``Program.kind[pc]``):
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
@@ -90,10 +92,7 @@ class Program:
     # -- node construction -------------------------------------------------------------------
     def _new(self, kind: int, a=None, b=None, c=None, d=None) -> int:
         if len(self.kind) >= self.max_nodes:
-            raise GrammarTooComplex(
-                f"lexer NFA: terminal {self._budget_owner} needs more than {self.max_nodes} "
-                "instructions (limit max_nfa_nodes); simplify its regex (large counted repeats?)"
-            )
+            raise self._nodes_error()
         if not len(self.kind) & 1023:
             current_budget().check(f"lexer NFA (terminal {self._budget_owner})")
         self.kind.append(kind)
@@ -134,19 +133,20 @@ class Program:
         Groups are ordered by their smallest byte (the representative, listed first), so a walk
         over the representatives meets successor states in the order a walk over all 256 bytes
         would. Exploring a state then costs one step per group instead of 256: two for
-        ``/a{100000}/``."""
+        ``/a{100000}/``.
+
+        The answer depends only on the set of classes, hence a cache shared by all programs
+        (keyed by the classes' ids; an entry keeps its classes alive, so no id is reused)."""
         classes = self.classes if classes is None else [self.classes[c] for c in classes]
-        if not classes:
-            return (tuple(range(256)),)
-        non_ascii = any(hi >= 0x80 for bc in classes for _lo, hi in bc.cps)
-        rows = np.stack([bc.byte_signature() for bc in classes])
-        if not non_ascii:
-            rows = rows.copy()
-            rows[:, 0x80:] = -1  # every byte above 0x7F dies everywhere
-        groups: dict[tuple, list[int]] = {}
-        for b, column in enumerate(zip(*rows.tolist())):  # a few classes: cheaper than np.unique
-            groups.setdefault(column, []).append(b)
-        return tuple(tuple(g) for g in groups.values())
+        key = frozenset(map(id, classes))
+        hit = _BYTE_GROUPS.get(key)
+        if hit is None:
+            hit = (_byte_groups(classes), tuple(classes))
+            if len(_BYTE_GROUPS) >= _BYTE_GROUPS_MAX:
+                _BYTE_GROUPS.clear()
+            _BYTE_GROUPS[key] = hit
+        return hit[0]
+
 
     # -- byte stepping of waiting instructions ----------------------------------------------
     def advance(self, pc: int, byte: int) -> int:
@@ -260,22 +260,38 @@ class Program:
         return hit
 
     # -- compilation ---------------------------------------------------------------------------
+    def _nodes_error(self) -> GrammarTooComplex:
+        return GrammarTooComplex(
+            f"lexer NFA: terminal {self._budget_owner} needs more than {self.max_nodes} "
+            "instructions (limit max_nfa_nodes); simplify its regex (large counted repeats?)"
+        )
+
+    def _class_id_of(self, bc: ByteClass) -> int:
+        cid = self._class_ids.get(id(bc))
+        if cid is None:
+            cid = len(self.classes)
+            self.classes.append(bc)
+            self._class_ids[id(bc)] = cid
+        return cid
+
     def add_terminal(self, name: str, pattern: str) -> TerminalProgram:
-        """Parse, validate and compile one terminal; raises RegexError for unsupported input."""
+        """Parse, validate and compile one terminal; raises RegexError for unsupported input.
+
+        A pattern compiled before (by any program of this process) is not parsed again: its
+        instructions are copied from :data:`_TERMINAL_CACHE` with their pcs, lookahead ids,
+        repeat ids and class ids relocated, which yields the very instructions a fresh compile
+        would (JSON Schema grammars share most of their terminals: strings, numbers, keys)."""
         self._budget_owner = repr(name)
-        try:
-            compiled = re.compile(pattern)
-            parsed = sre_parse.parse(pattern)
-        except (re.error, TypeError, ValueError, OverflowError, RecursionError) as e:
-            raise RegexError(f"terminal {name!r}: invalid regex /{pattern}/: {e}") from None
-        if compiled.match("") is not None:
-            raise RegexError(
-                f"terminal {name!r}: /{pattern}/ can match the empty string (re.match(p, '') "
-                "succeeds); a terminal must consume at least one character"
-            )
+        if isinstance(pattern, str):
+            cached = _TERMINAL_CACHE.get(pattern)
+            if cached is not None:
+                return cached.instantiate(self, name, pattern)
+        parsed = self._parse(name, pattern)
         term = TerminalProgram(name=name, pattern=pattern, start=-1)
         comp = _Compiler(self, term)
         first_pc = len(self.kind)
+        first_look = len(self.look_starts)
+        first_rep = self.n_reps
         accept = self._new(ACCEPT)
         try:
             term.start = comp.seq(parsed.data, parsed.state.flags, accept, 0, None)
@@ -291,7 +307,303 @@ class Program:
                 f"terminal {name!r}: /{pattern}/ can match the empty string (when its "
                 "lookarounds hold); a terminal must consume at least one character"
             )
+        if isinstance(pattern, str):
+            block = _Block.capture(self, first_pc, None, first_rep, first_look, with_classes=True)
+            if block is not None:
+                _TERMINAL_CACHE.put(pattern, _CachedTerminal(block, term, first_pc, first_look))
         return term
+
+    def _parse(self, name: str, pattern: str):
+        """The pattern's parse tree, after the checks ``re`` itself makes: what ``re.compile``
+        refuses is a RegexError, and so is a pattern ``re.match(p, '')`` accepts.
+
+        ``re.compile`` (a second parse, and sre code generation) runs only when its answer is
+        not already known from the tree: when a lookbehind is present (the only construct whose
+        errors sre raises after parsing: variable width, too far behind) or when the tree's
+        minimum width is 0 (then whether ``''`` matches depends on the assertions). A tree
+        whose every path consumes a character cannot match the empty string."""
+        bad = (re.error, TypeError, ValueError, OverflowError, RecursionError)
+        if not isinstance(pattern, str):
+            compiled = None
+            try:
+                compiled = re.compile(pattern)
+                parsed = sre_parse.parse(pattern)
+            except bad as e:
+                raise RegexError(f"terminal {name!r}: invalid regex /{pattern}/: {e}") from None
+        else:
+            try:
+                parsed = sre_parse.parse(pattern)
+            except bad as e:
+                raise RegexError(f"terminal {name!r}: invalid regex /{pattern}/: {e}") from None
+            try:
+                settled = _min_width(parsed.data) > 0 and not _has_lookbehind(parsed.data)
+            except RecursionError:
+                settled = False
+            compiled = None
+            if not settled:
+                try:
+                    compiled = re.compile(pattern)
+                except bad as e:
+                    raise RegexError(
+                        f"terminal {name!r}: invalid regex /{pattern}/: {e}") from None
+        if compiled is not None and compiled.match("") is not None:
+            raise RegexError(
+                f"terminal {name!r}: /{pattern}/ can match the empty string (re.match(p, '') "
+                "succeeds); a terminal must consume at least one character"
+            )
+        return parsed
+
+
+_PC_KINDS_B = frozenset((CHAR, REP_ENTER, REP_CHECK))
+"""Kinds whose ``b`` is a pc (LOOK/LB: a polarity; BOUND: a lookahead id)."""
+_PC_KINDS_C = frozenset((LOOK, LB, REP_CHECK))
+"""Kinds whose ``c`` is a pc (BOUND: ``is_boundary``)."""
+
+
+class _Block:
+    """A contiguous run of compiled instructions in relocatable form: pcs inside the run are
+    stored relative to its first pc, and the one pc before it that the run may continue with
+    (its *continuation*) as -1; repeat ids and lookahead ids the run created are relative to
+    the first ones it created; class ids are kept (copies within one program) or replaced by
+    indexes into :attr:`classes` (copies into another program).
+
+    Why: a counted repeat ``X{0,80}`` is 80 copies of the same instructions, and the same
+    terminal recurs across grammars. :meth:`stamp` appends a copy that is exactly what compiling
+    the source again would append, at the cost of a few list operations per instruction."""
+
+    __slots__ = ("kinds", "a", "b", "c", "d", "a_pcs", "a_id", "a_rep", "a_look", "b_pc", "b_look",
+                 "c_pc", "d_pc", "n_reps", "looks", "classes", "size")
+
+    @classmethod
+    def capture(cls, prog: Program, base: int, cont: int | None, rep0: int, look0: int,
+                with_classes: bool) -> "_Block | None":
+        """Snapshot of the instructions ``base..`` (the end of the program), or None when some
+        pc they refer to lies before ``base`` and is not ``cont``."""
+        blk = cls()
+        end = len(prog.kind)
+        kinds = prog.kind[base:end]
+        a = prog.a[base:end]
+        b = prog.b[base:end]
+        c = prog.c[base:end]
+        d = prog.d[base:end]
+        a_pcs, a_id, a_rep, a_look, b_pc, b_look, c_pc, d_pc = [], [], [], [], [], [], [], []
+        class_index: dict[int, int] = {}
+        classes: list[ByteClass] = []
+
+        def rel(v: int) -> int:
+            if v >= base:
+                return v - base
+            if v == cont:
+                return -1
+            raise _NotRelocatable
+
+        try:
+            for i, k in enumerate(kinds):
+                if k == CHAR:
+                    if with_classes:
+                        j = class_index.get(a[i])
+                        if j is None:
+                            j = class_index[a[i]] = len(classes)
+                            classes.append(prog.classes[a[i]])
+                        a[i] = j
+                        a_id.append(i)
+                    b[i] = rel(b[i])
+                    b_pc.append(i)
+                elif k == SPLIT:
+                    a[i] = tuple([rel(t) for t in a[i]])
+                    a_pcs.append(i)
+                elif k == REP_ENTER or k == REP_CHECK:
+                    if a[i] < rep0:
+                        raise _NotRelocatable
+                    a[i] -= rep0
+                    a_rep.append(i)
+                    b[i] = rel(b[i])
+                    b_pc.append(i)
+                    if k == REP_CHECK:
+                        c[i] = rel(c[i])
+                        c_pc.append(i)
+                elif k == LOOK:
+                    if a[i] < look0:
+                        raise _NotRelocatable
+                    a[i] -= look0
+                    a_look.append(i)
+                    c[i] = rel(c[i])
+                    c_pc.append(i)
+                elif k == LB:
+                    c[i] = rel(c[i])
+                    c_pc.append(i)
+                elif k == BOUND:
+                    if b[i] < look0:
+                        raise _NotRelocatable
+                    b[i] -= look0
+                    b_look.append(i)
+                    d[i] = rel(d[i])
+                    d_pc.append(i)
+                elif k not in (ACCEPT, SUBACCEPT):
+                    raise _NotRelocatable  # MID: made while lexing, never inside a compile
+            looks = [rel(s) for s in prog.look_starts[look0:]]
+        except _NotRelocatable:
+            return None
+        blk.kinds, blk.a, blk.b, blk.c, blk.d = kinds, a, b, c, d
+        blk.a_pcs, blk.a_id, blk.a_look, blk.b_pc, blk.b_look = a_pcs, a_id, a_look, b_pc, b_look
+        blk.a_rep, blk.c_pc, blk.d_pc = a_rep, c_pc, d_pc
+        blk.n_reps = prog.n_reps - rep0
+        blk.looks = looks
+        blk.classes = classes if with_classes else None
+        blk.size = end - base
+        return blk
+
+    def stamp(self, prog: Program, cont: int = -1) -> int:
+        """Append a copy continuing with ``cont``; returns the copy's first pc. Its repeats and
+        lookaheads get fresh ids, its classes this program's ids (interned in the order a
+        compile would meet them), and the instruction budget is charged as ``_new`` would."""
+        base = len(prog.kind)
+        end = base + self.size
+        top = min(end, prog.max_nodes)
+        if base < top and (base & 1023 == 0 or (top - 1) >> 10 > base >> 10):
+            current_budget().check(f"lexer NFA (terminal {prog._budget_owner})")
+        if end > prog.max_nodes:
+            raise prog._nodes_error()
+        a = self.a.copy()
+        b = self.b.copy()
+        c = self.c.copy()
+        d = self.d.copy()
+        if cont == base - 1:  # every pc is relative to base (the continuation is -1)
+            for i in self.b_pc:
+                b[i] += base
+            for i in self.c_pc:
+                c[i] += base
+            for i in self.d_pc:
+                d[i] += base
+            for i in self.a_pcs:
+                a[i] = tuple([t + base for t in a[i]])
+        else:
+            for i in self.b_pc:
+                v = b[i]
+                b[i] = v + base if v >= 0 else cont
+            for i in self.c_pc:
+                v = c[i]
+                c[i] = v + base if v >= 0 else cont
+            for i in self.d_pc:
+                v = d[i]
+                d[i] = v + base if v >= 0 else cont
+            for i in self.a_pcs:
+                a[i] = tuple([t + base if t >= 0 else cont for t in a[i]])
+        if self.n_reps:
+            rep0 = prog.n_reps
+            for i in self.a_rep:
+                a[i] += rep0
+            prog.n_reps += self.n_reps
+        if self.looks:
+            look0 = len(prog.look_starts)
+            for i in self.a_look:
+                a[i] += look0
+            for i in self.b_look:
+                b[i] += look0
+            prog.look_starts.extend(s + base if s >= 0 else cont for s in self.looks)
+        if self.classes is not None and self.a_id:
+            ids = [prog._class_id_of(bc) for bc in self.classes]
+            for i in self.a_id:
+                a[i] = ids[a[i]]
+        prog.kind.extend(self.kinds)
+        prog.a.extend(a)
+        prog.b.extend(b)
+        prog.c.extend(c)
+        prog.d.extend(d)
+        return base
+
+
+class _NotRelocatable(Exception):
+    """A run of instructions refers to a pc outside itself other than its continuation."""
+
+
+class _CachedTerminal:
+    """A compiled terminal, as :meth:`Program.add_terminal` left it, ready to be copied into
+    another program (or into the same one under another name)."""
+
+    __slots__ = ("block", "start", "tracker_starts", "word_slots")
+
+    def __init__(self, block: _Block, term: TerminalProgram, first_pc: int, first_look: int):
+        self.block = block
+        self.start = term.start - first_pc
+        self.tracker_starts = tuple(s - first_pc for s in term.tracker_starts)
+        self.word_slots = {k: (slot, look - first_look)
+                           for k, (slot, look) in term.word_slots.items()}
+
+    def instantiate(self, prog: Program, name: str, pattern: str) -> TerminalProgram:
+        look0 = len(prog.look_starts)
+        base = self.block.stamp(prog)
+        term = TerminalProgram(name=name, pattern=pattern, start=self.start + base)
+        term.tracker_starts = [s + base for s in self.tracker_starts]
+        term.word_slots = {k: (slot, look + look0) for k, (slot, look) in self.word_slots.items()}
+        ids = prog._class_ids
+        term.classes = tuple(sorted({ids[id(bc)] for bc in self.block.classes}))
+        return term
+
+
+class _TerminalCache:
+    """Process-wide LRU of compiled terminals by pattern, bounded by entries and by the
+    instructions held (a terminal's compile depends on its pattern alone; its name only appears
+    in error messages, and failing patterns are not kept). Locked: lexers are built in
+    background compile threads too."""
+
+    def __init__(self, max_entries: int, max_instructions: int):
+        self.max_entries = max_entries
+        self.max_instructions = max_instructions
+        self._entries: OrderedDict[str, _CachedTerminal] = OrderedDict()
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def get(self, pattern: str) -> "_CachedTerminal | None":
+        with self._lock:
+            hit = self._entries.get(pattern)
+            if hit is not None:
+                self._entries.move_to_end(pattern)
+            return hit
+
+    def put(self, pattern: str, entry: _CachedTerminal) -> None:
+        size = entry.block.size
+        if size > self.max_instructions // 4:
+            return  # one huge terminal would evict everything else
+        with self._lock:
+            old = self._entries.pop(pattern, None)
+            if old is not None:
+                self._held -= old.block.size
+            self._entries[pattern] = entry
+            self._held += size
+            while len(self._entries) > self.max_entries or self._held > self.max_instructions:
+                _, gone = self._entries.popitem(last=False)
+                self._held -= gone.block.size
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._held = 0
+
+
+_TERMINAL_CACHE = _TerminalCache(max_entries=4096, max_instructions=400_000)
+"""Compiled terminals of this process (about 100 bytes per instruction held)."""
+
+
+def _byte_groups(classes: list[ByteClass]) -> tuple[tuple[int, ...], ...]:
+    """:meth:`Program.byte_groups` of a list of classes (uncached)."""
+    if not classes:
+        return (tuple(range(256)),)
+    non_ascii = any(hi >= 0x80 for bc in classes for _lo, hi in bc.cps)
+    rows = np.stack([bc.byte_signature() for bc in classes])
+    if not non_ascii:
+        rows = rows.copy()
+        rows[:, 0x80:] = -1  # every byte above 0x7F dies everywhere
+    groups: dict[tuple, list[int]] = {}
+    for b, column in enumerate(zip(*rows.tolist())):  # a few classes: cheaper than np.unique
+        groups.setdefault(column, []).append(b)
+    return tuple(tuple(g) for g in groups.values())
+
+
+_BYTE_GROUPS: dict[frozenset[int], tuple[tuple[tuple[int, ...], ...], tuple[ByteClass, ...]]] = {}
+_BYTE_GROUPS_MAX = 8192
+"""Byte groups by set of class ids (``id`` of the process-wide ByteClass objects); emptied
+when full (an entry is a few hundred bytes)."""
 
 
 def _min_width(items) -> int:
@@ -339,6 +651,31 @@ def _reads_behind(items) -> bool:
     return False
 
 
+def _has_lookbehind(items) -> bool:
+    """Whether a parsed (sub)pattern contains a lookbehind at any depth (``re.compile`` checks
+    their width after parsing)."""
+    for op, av in items:
+        if op in (C.ASSERT, C.ASSERT_NOT):
+            if av[0] != 1 or _has_lookbehind(av[1].data):
+                return True
+        elif op is C.SUBPATTERN:
+            if _has_lookbehind(av[-1]):
+                return True
+        elif op is C.BRANCH:
+            if any(_has_lookbehind(alt) for alt in av[1]):
+                return True
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+            if _has_lookbehind(av[2]):
+                return True
+        elif op is C.ATOMIC_GROUP:
+            if _has_lookbehind(av):
+                return True
+        elif op is C.GROUPREF_EXISTS:
+            if _has_lookbehind(av[1]) or (av[2] is not None and _has_lookbehind(av[2])):
+                return True
+    return False
+
+
 class _Compiler:
     """Compiles one terminal's sre_parse tree into ``Program`` instructions (built back to front:
     every node is compiled knowing the pc it continues with)."""
@@ -351,6 +688,28 @@ class _Compiler:
         self._look_cache: dict[tuple[int, int, int | None], int] = {}
         self._behind_cache: dict[tuple[int, int], int] = {}
         self._look_depth = 0
+        self._widths: dict[int, int] = {}  # id(item list) -> its minimum width
+
+    def width(self, items) -> int:
+        """:func:`_min_width`, memoized per item list of the tree (a seq asks it of every item,
+        and every enclosing seq again of the same subtrees)."""
+        w = self._widths.get(id(items))
+        if w is None:
+            w = self._widths[id(items)] = sum(self.item_width(op, av) for op, av in items)
+        return w
+
+    def item_width(self, op, av) -> int:
+        if op in _SINGLE_CHAR_OPS:
+            return 1
+        if op is C.SUBPATTERN:
+            return self.width(av[-1])
+        if op is C.BRANCH:
+            return min(self.width(alt) for alt in av[1])
+        if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+            return av[0] * self.width(av[2])
+        if op is C.ATOMIC_GROUP:
+            return self.width(av)
+        return 0
 
     def reject(self, construct: str, why: str = "") -> RegexError:
         msg = f"terminal {self.t.name!r}: {construct} is not supported in /{self.t.pattern}/"
@@ -360,9 +719,10 @@ class _Compiler:
         items = list(items)
         befores = []
         acc = min_before
+        item_width = self.item_width
         for op, av in items:
             befores.append(acc)
-            acc += _item_min_width(op, av)
+            acc += item_width(op, av)
         pc = nxt
         for (op, av), mb in zip(reversed(items), reversed(befores)):
             pc = self.item(op, av, flags, pc, mb, inside)
@@ -404,18 +764,19 @@ class _Compiler:
         p = self.p
         rep = p.n_reps
         p.n_reps += 1
-        bmin = _min_width(body)
+        bmin = self.width(body)
+        copy = _BodyCopies(self, body, flags, inside)
         if hi is C.MAXREPEAT:
             check = p._new(REP_CHECK, rep, None, nxt, greedy)
-            p.b[check] = self.seq(body, flags, check, mb + lo * bmin, inside)
+            p.b[check] = copy(check, mb + lo * bmin)
             cur = check
         else:
             cur = nxt
             for k in reversed(range(hi - lo)):
-                entry = self.seq(body, flags, cur, mb + (lo + k) * bmin, inside)
+                entry = copy(cur, mb + (lo + k) * bmin)
                 cur = p._new(REP_CHECK, rep, entry, nxt, greedy)
         for j in reversed(range(lo)):
-            cur = self.seq(body, flags, cur, mb + j * bmin, inside)
+            cur = copy(cur, mb + j * bmin)
         return p._new(REP_ENTER, rep, cur)
 
     def lookaround(self, av, positive: bool, flags, nxt, mb, inside) -> int:
@@ -495,3 +856,44 @@ class _Compiler:
             self.t.word_slots[ascii_only] = (slot, look)
         slot, look = self.t.word_slots[ascii_only]
         return self.p._new(BOUND, slot, look, is_boundary, nxt)
+
+
+class _BodyCopies:
+    """The copies of one repeat's body: the first is compiled, the others are stamped from it
+    (:class:`_Block`) when that gives the same instructions — when the body holds no
+    lookaround or ``\\b``, whose compile depends on what precedes it (its minimum width) and
+    on caches the first copy fills."""
+
+    __slots__ = ("comp", "body", "flags", "inside", "block", "entry", "tried")
+
+    def __init__(self, comp: _Compiler, body, flags: int, inside: str | None):
+        self.comp = comp
+        self.body = body
+        self.flags = flags
+        self.inside = inside
+        self.block: _Block | None = None
+        self.entry = 0  # the first copy's entry, relative to its block (-1: its continuation)
+        self.tried = False
+
+    def __call__(self, cont: int, mb: int) -> int:
+        """A copy of the body continuing with ``cont`` (``mb`` characters certainly read before
+        it); returns its entry pc."""
+        blk = self.block
+        if blk is not None:
+            base = blk.stamp(self.comp.p, cont)
+            return base + self.entry if self.entry >= 0 else cont
+        p = self.comp.p
+        base = len(p.kind)
+        rep0 = p.n_reps
+        look0 = len(p.look_starts)
+        entry = self.comp.seq(self.body, self.flags, cont, mb, self.inside)
+        if not self.tried:
+            self.tried = True
+            if len(p.look_starts) == look0 and not any(
+                    k in _ASSERTION_KINDS for k in p.kind[base:]):
+                self.block = _Block.capture(p, base, cont, rep0, look0, with_classes=False)
+                self.entry = entry - base if entry >= base else -1
+        return entry
+
+
+_ASSERTION_KINDS = frozenset((LOOK, LB, BOUND))
