@@ -51,6 +51,8 @@ _AT_NAMES = {
     C.AT_END_STRING: "'\\Z' anchor",
 }
 _SINGLE_CHAR_OPS = (C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN)
+_CLASS_FLAGS = charsets.FLAG_IGNORECASE | charsets.FLAG_DOTALL | charsets.FLAG_ASCII
+"""The flags a single-character node's code point set depends on (:func:`charsets.node_set`)."""
 MAX_LOOK_DEPTH = 32
 """Lookaheads nested deeper than this end in GrammarTooComplex (conditions recurse once per level
 when they are stepped, interned and resolved)."""
@@ -286,9 +288,9 @@ class Program:
             cached = _TERMINAL_CACHE.get(pattern)
             if cached is not None:
                 return cached.instantiate(self, name, pattern)
-        parsed = self._parse(name, pattern)
+        parsed, reads_behind = self._parse(name, pattern)
         term = TerminalProgram(name=name, pattern=pattern, start=-1)
-        comp = _Compiler(self, term)
+        comp = _Compiler(self, term, track_mb=reads_behind)
         first_pc = len(self.kind)
         first_look = len(self.look_starts)
         first_rep = self.n_reps
@@ -308,21 +310,24 @@ class Program:
                 "lookarounds hold); a terminal must consume at least one character"
             )
         if isinstance(pattern, str):
-            block = _Block.capture(self, first_pc, None, first_rep, first_look, with_classes=True)
-            if block is not None:
-                _TERMINAL_CACHE.put(pattern, _CachedTerminal(block, term, first_pc, first_look))
+            if len(self.kind) - first_pc <= _TERMINAL_CACHE.max_instructions // 4:
+                block = _Block.capture(self, first_pc, None, first_rep, first_look, True)
+                _TERMINAL_CACHE.put(pattern, _CachedTerminal(block, term))
         return term
 
-    def _parse(self, name: str, pattern: str):
+    def _parse(self, name: str, pattern: str) -> tuple[sre_parse.SubPattern, bool]:
         """The pattern's parse tree, after the checks ``re`` itself makes: what ``re.compile``
-        refuses is a RegexError, and so is a pattern ``re.match(p, '')`` accepts.
+        refuses is a RegexError, and so is a pattern ``re.match(p, '')`` accepts; and whether
+        the tree may read behind (a lookbehind or ``\\b``: then widths matter to the compile).
 
         ``re.compile`` (a second parse, and sre code generation) runs only when its answer is
         not already known from the tree: when a lookbehind is present (the only construct whose
         errors sre raises after parsing: variable width, too far behind) or when the tree's
         minimum width is 0 (then whether ``''`` matches depends on the assertions). A tree
-        whose every path consumes a character cannot match the empty string."""
+        whose every path consumes a character cannot match the empty string (a lookbehind, or
+        ``\\b``, is detected by :func:`_shape` together with the width, in one walk)."""
         bad = (re.error, TypeError, ValueError, OverflowError, RecursionError)
+        reads_behind = True
         if not isinstance(pattern, str):
             compiled = None
             try:
@@ -336,9 +341,11 @@ class Program:
             except bad as e:
                 raise RegexError(f"terminal {name!r}: invalid regex /{pattern}/: {e}") from None
             try:
-                settled = _min_width(parsed.data) > 0 and not _has_lookbehind(parsed.data)
+                width, reads_behind = _shape(parsed.data)
+                settled = width > 0 and not reads_behind
             except RecursionError:
                 settled = False
+                reads_behind = True
             compiled = None
             if not settled:
                 try:
@@ -351,7 +358,7 @@ class Program:
                 f"terminal {name!r}: /{pattern}/ can match the empty string (re.match(p, '') "
                 "succeeds); a terminal must consume at least one character"
             )
-        return parsed
+        return parsed, reads_behind
 
 
 _PC_KINDS_B = frozenset((CHAR, REP_ENTER, REP_CHECK))
@@ -361,102 +368,68 @@ _PC_KINDS_C = frozenset((LOOK, LB, REP_CHECK))
 
 
 class _Block:
-    """A contiguous run of compiled instructions in relocatable form: pcs inside the run are
-    stored relative to its first pc, and the one pc before it that the run may continue with
-    (its *continuation*) as -1; repeat ids and lookahead ids the run created are relative to
-    the first ones it created; class ids are kept (copies within one program) or replaced by
-    indexes into :attr:`classes` (copies into another program).
+    """A contiguous run of compiled instructions, kept so that it can be appended again
+    elsewhere: :meth:`stamp` appends a copy that is exactly what compiling its source again at
+    the end of a program would append — pcs inside the run shifted, the one pc before it that
+    the run continues with (its *continuation*) replaced, the repeat and lookahead ids it
+    created renumbered, and (copies into another program) its classes interned.
 
     Why: a counted repeat ``X{0,80}`` is 80 copies of the same instructions, and the same
-    terminal recurs across grammars. :meth:`stamp` appends a copy that is exactly what compiling
-    the source again would append, at the cost of a few list operations per instruction."""
+    terminal recurs across grammars; a copy costs a few list operations per instruction where
+    compiling costs a walk over the parse tree. A run refers to nothing before it but its
+    continuation: a compile only links what it creates, and the blocks taken are assertion-free
+    repeat bodies (no lookahead bodies made elsewhere) or whole terminals."""
 
-    __slots__ = ("kinds", "a", "b", "c", "d", "a_pcs", "a_id", "a_rep", "a_look", "b_pc", "b_look",
-                 "c_pc", "d_pc", "n_reps", "looks", "classes", "size")
+    __slots__ = ("kinds", "a", "b", "c", "d", "base", "cont", "rep0", "n_reps", "look0",
+                 "looks", "chars", "splits", "reps", "looks_a", "looks_b", "pcs_b", "pcs_c",
+                 "pcs_d", "class_order", "classes", "size")
 
     @classmethod
     def capture(cls, prog: Program, base: int, cont: int | None, rep0: int, look0: int,
-                with_classes: bool) -> "_Block | None":
-        """Snapshot of the instructions ``base..`` (the end of the program), or None when some
-        pc they refer to lies before ``base`` and is not ``cont``."""
+                with_classes: bool) -> "_Block":
+        """The instructions from ``base`` to the end of ``prog``, which continue with ``cont``
+        (None: with nothing before them) and created the repeats from ``rep0`` and the
+        lookaheads from ``look0`` on. ``with_classes``: remember the character classes (for
+        copies into other programs)."""
         blk = cls()
-        end = len(prog.kind)
-        kinds = prog.kind[base:end]
-        a = prog.a[base:end]
-        b = prog.b[base:end]
-        c = prog.c[base:end]
-        d = prog.d[base:end]
-        a_pcs, a_id, a_rep, a_look, b_pc, b_look, c_pc, d_pc = [], [], [], [], [], [], [], []
-        class_index: dict[int, int] = {}
-        classes: list[ByteClass] = []
-
-        def rel(v: int) -> int:
-            if v >= base:
-                return v - base
-            if v == cont:
-                return -1
-            raise _NotRelocatable
-
-        try:
-            for i, k in enumerate(kinds):
-                if k == CHAR:
-                    if with_classes:
-                        j = class_index.get(a[i])
-                        if j is None:
-                            j = class_index[a[i]] = len(classes)
-                            classes.append(prog.classes[a[i]])
-                        a[i] = j
-                        a_id.append(i)
-                    b[i] = rel(b[i])
-                    b_pc.append(i)
-                elif k == SPLIT:
-                    a[i] = tuple([rel(t) for t in a[i]])
-                    a_pcs.append(i)
-                elif k == REP_ENTER or k == REP_CHECK:
-                    if a[i] < rep0:
-                        raise _NotRelocatable
-                    a[i] -= rep0
-                    a_rep.append(i)
-                    b[i] = rel(b[i])
-                    b_pc.append(i)
-                    if k == REP_CHECK:
-                        c[i] = rel(c[i])
-                        c_pc.append(i)
-                elif k == LOOK:
-                    if a[i] < look0:
-                        raise _NotRelocatable
-                    a[i] -= look0
-                    a_look.append(i)
-                    c[i] = rel(c[i])
-                    c_pc.append(i)
-                elif k == LB:
-                    c[i] = rel(c[i])
-                    c_pc.append(i)
-                elif k == BOUND:
-                    if b[i] < look0:
-                        raise _NotRelocatable
-                    b[i] -= look0
-                    b_look.append(i)
-                    d[i] = rel(d[i])
-                    d_pc.append(i)
-                elif k not in (ACCEPT, SUBACCEPT):
-                    raise _NotRelocatable  # MID: made while lexing, never inside a compile
-            looks = [rel(s) for s in prog.look_starts[look0:]]
-        except _NotRelocatable:
-            return None
-        blk.kinds, blk.a, blk.b, blk.c, blk.d = kinds, a, b, c, d
-        blk.a_pcs, blk.a_id, blk.a_look, blk.b_pc, blk.b_look = a_pcs, a_id, a_look, b_pc, b_look
-        blk.a_rep, blk.c_pc, blk.d_pc = a_rep, c_pc, d_pc
+        kinds = blk.kinds = prog.kind[base:]
+        blk.a = prog.a[base:]
+        blk.b = prog.b[base:]
+        blk.c = prog.c[base:]
+        blk.d = prog.d[base:]
+        blk.base, blk.cont, blk.rep0, blk.look0 = base, cont, rep0, look0
         blk.n_reps = prog.n_reps - rep0
-        blk.looks = looks
-        blk.classes = classes if with_classes else None
-        blk.size = end - base
+        blk.looks = prog.look_starts[look0:]
+        blk.size = len(kinds)
+        by_kind: dict[int, list[int]] = {}
+        for i, k in enumerate(kinds):
+            hit = by_kind.get(k)
+            if hit is None:
+                by_kind[k] = [i]
+            else:
+                hit.append(i)
+        if MID in by_kind:  # pragma: no cover - MIDs are made while lexing, never in a compile
+            raise AssertionError("MID instruction inside a compiled block")
+        none: list[int] = []
+        blk.chars = by_kind.get(CHAR, none)
+        blk.splits = by_kind.get(SPLIT, none)
+        blk.reps = by_kind.get(REP_ENTER, none) + by_kind.get(REP_CHECK, none)
+        blk.looks_a = by_kind.get(LOOK, none)
+        blk.looks_b = by_kind.get(BOUND, none)
+        blk.pcs_b = blk.chars + blk.reps
+        blk.pcs_c = by_kind.get(REP_CHECK, none) + blk.looks_a + by_kind.get(LB, none)
+        blk.pcs_d = blk.looks_b
+        if with_classes:
+            a = blk.a
+            blk.class_order = list(dict.fromkeys([a[i] for i in blk.chars]))
+            blk.classes = [prog.classes[c] for c in blk.class_order]
+        else:
+            blk.class_order = blk.classes = None
         return blk
 
-    def stamp(self, prog: Program, cont: int = -1) -> int:
-        """Append a copy continuing with ``cont``; returns the copy's first pc. Its repeats and
-        lookaheads get fresh ids, its classes this program's ids (interned in the order a
-        compile would meet them), and the instruction budget is charged as ``_new`` would."""
+    def stamp(self, prog: Program, cont: int | None = None) -> int:
+        """Append a copy continuing with ``cont``; returns the copy's first pc. The instruction
+        budget is charged as ``_new`` charges it (same errors, same deadline checks)."""
         base = len(prog.kind)
         end = base + self.size
         top = min(end, prog.max_nodes)
@@ -464,47 +437,52 @@ class _Block:
             current_budget().check(f"lexer NFA (terminal {prog._budget_owner})")
         if end > prog.max_nodes:
             raise prog._nodes_error()
+        delta = base - self.base
         a = self.a.copy()
         b = self.b.copy()
         c = self.c.copy()
         d = self.d.copy()
-        if cont == base - 1:  # every pc is relative to base (the continuation is -1)
-            for i in self.b_pc:
-                b[i] += base
-            for i in self.c_pc:
-                c[i] += base
-            for i in self.d_pc:
-                d[i] += base
-            for i in self.a_pcs:
-                a[i] = tuple([t + base for t in a[i]])
+        if self.cont is None or cont - self.cont == delta:  # every pc moves by delta
+            for i in self.pcs_b:
+                b[i] += delta
+            for i in self.pcs_c:
+                c[i] += delta
+            for i in self.pcs_d:
+                d[i] += delta
+            for i in self.splits:
+                a[i] = tuple([t + delta for t in a[i]])
         else:
-            for i in self.b_pc:
+            lo = self.base
+            for i in self.pcs_b:
                 v = b[i]
-                b[i] = v + base if v >= 0 else cont
-            for i in self.c_pc:
+                b[i] = v + delta if v >= lo else cont
+            for i in self.pcs_c:
                 v = c[i]
-                c[i] = v + base if v >= 0 else cont
-            for i in self.d_pc:
+                c[i] = v + delta if v >= lo else cont
+            for i in self.pcs_d:
                 v = d[i]
-                d[i] = v + base if v >= 0 else cont
-            for i in self.a_pcs:
-                a[i] = tuple([t + base if t >= 0 else cont for t in a[i]])
+                d[i] = v + delta if v >= lo else cont
+            for i in self.splits:
+                a[i] = tuple([t + delta if t >= lo else cont for t in a[i]])
         if self.n_reps:
-            rep0 = prog.n_reps
-            for i in self.a_rep:
-                a[i] += rep0
+            shift = prog.n_reps - self.rep0
+            if shift:
+                for i in self.reps:
+                    a[i] += shift
             prog.n_reps += self.n_reps
         if self.looks:
-            look0 = len(prog.look_starts)
-            for i in self.a_look:
-                a[i] += look0
-            for i in self.b_look:
-                b[i] += look0
-            prog.look_starts.extend(s + base if s >= 0 else cont for s in self.looks)
-        if self.classes is not None and self.a_id:
-            ids = [prog._class_id_of(bc) for bc in self.classes]
-            for i in self.a_id:
-                a[i] = ids[a[i]]
+            shift = len(prog.look_starts) - self.look0
+            if shift:
+                for i in self.looks_a:
+                    a[i] += shift
+                for i in self.looks_b:
+                    b[i] += shift
+            prog.look_starts.extend([s + delta for s in self.looks])
+        if self.classes is not None:
+            ids = {old: prog._class_id_of(bc) for old, bc in zip(self.class_order, self.classes)}
+            if any(old != new for old, new in ids.items()):
+                for i in self.chars:
+                    a[i] = ids[a[i]]
         prog.kind.extend(self.kinds)
         prog.a.extend(a)
         prog.b.extend(b)
@@ -513,32 +491,30 @@ class _Block:
         return base
 
 
-class _NotRelocatable(Exception):
-    """A run of instructions refers to a pc outside itself other than its continuation."""
-
-
 class _CachedTerminal:
     """A compiled terminal, as :meth:`Program.add_terminal` left it, ready to be copied into
     another program (or into the same one under another name)."""
 
-    __slots__ = ("block", "start", "tracker_starts", "word_slots")
+    __slots__ = ("block", "term")
 
-    def __init__(self, block: _Block, term: TerminalProgram, first_pc: int, first_look: int):
+    def __init__(self, block: _Block, term: TerminalProgram):
         self.block = block
-        self.start = term.start - first_pc
-        self.tracker_starts = tuple(s - first_pc for s in term.tracker_starts)
-        self.word_slots = {k: (slot, look - first_look)
-                           for k, (slot, look) in term.word_slots.items()}
+        self.term = TerminalProgram(  # a copy: the compiled one belongs to its lexer
+            name=term.name, pattern=term.pattern, start=term.start,
+            tracker_starts=list(term.tracker_starts), word_slots=dict(term.word_slots),
+            classes=term.classes)
 
     def instantiate(self, prog: Program, name: str, pattern: str) -> TerminalProgram:
-        look0 = len(prog.look_starts)
-        base = self.block.stamp(prog)
-        term = TerminalProgram(name=name, pattern=pattern, start=self.start + base)
-        term.tracker_starts = [s + base for s in self.tracker_starts]
-        term.word_slots = {k: (slot, look + look0) for k, (slot, look) in self.word_slots.items()}
+        blk, src = self.block, self.term
+        look_shift = len(prog.look_starts) - blk.look0
+        delta = blk.stamp(prog) - blk.base
         ids = prog._class_ids
-        term.classes = tuple(sorted({ids[id(bc)] for bc in self.block.classes}))
-        return term
+        return TerminalProgram(
+            name=name, pattern=pattern, start=src.start + delta,
+            tracker_starts=[s + delta for s in src.tracker_starts],
+            word_slots={k: (slot, look + look_shift) for k, (slot, look) in src.word_slots.items()},
+            classes=tuple(sorted({ids[id(bc)] for bc in blk.classes})),
+        )
 
 
 class _TerminalCache:
@@ -608,7 +584,7 @@ when full (an entry is a few hundred bytes)."""
 
 def _min_width(items) -> int:
     total = 0
-    for op, av in items:
+    for op, av in _data(items):
         total += _item_min_width(op, av)
     return total
 
@@ -629,7 +605,7 @@ def _item_min_width(op, av) -> int:
 
 def _reads_behind(items) -> bool:
     """Whether a parsed (sub)pattern contains a lookbehind or ``\\b``/``\\B`` at any depth."""
-    for op, av in items:
+    for op, av in _data(items):
         if op in (C.ASSERT, C.ASSERT_NOT):
             if av[0] != 1 or _reads_behind(av[1].data):
                 return True
@@ -651,38 +627,60 @@ def _reads_behind(items) -> bool:
     return False
 
 
-def _has_lookbehind(items) -> bool:
-    """Whether a parsed (sub)pattern contains a lookbehind at any depth (``re.compile`` checks
-    their width after parsing)."""
-    for op, av in items:
-        if op in (C.ASSERT, C.ASSERT_NOT):
-            if av[0] != 1 or _has_lookbehind(av[1].data):
-                return True
+def _shape(items) -> tuple[int, bool]:
+    """``(minimum width, reads behind)`` of a parsed (sub)pattern in one walk: the width as
+    :func:`_min_width`, and whether a lookbehind or ``\\b``/``\\B`` occurs at any depth (as
+    :func:`_reads_behind`, conditional groups' branches included)."""
+    width = 0
+    reads = False
+    for op, av in _data(items):
+        if op in _SINGLE_CHAR_OPS:
+            width += 1
         elif op is C.SUBPATTERN:
-            if _has_lookbehind(av[-1]):
-                return True
+            w, r = _shape(av[-1])
+            width += w
+            reads = reads or r
         elif op is C.BRANCH:
-            if any(_has_lookbehind(alt) for alt in av[1]):
-                return True
+            shapes = [_shape(alt) for alt in av[1]]
+            width += min(w for w, _ in shapes)
+            reads = reads or any(r for _, r in shapes)
         elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
-            if _has_lookbehind(av[2]):
-                return True
+            w, r = _shape(av[2])
+            width += av[0] * w
+            reads = reads or r
         elif op is C.ATOMIC_GROUP:
-            if _has_lookbehind(av):
-                return True
+            w, r = _shape(av)
+            width += w
+            reads = reads or r
+        elif op in (C.ASSERT, C.ASSERT_NOT):
+            reads = reads or av[0] != 1 or _shape(av[1])[1]
+        elif op is C.AT:
+            reads = reads or av in (C.AT_BOUNDARY, C.AT_NON_BOUNDARY)
         elif op is C.GROUPREF_EXISTS:
-            if _has_lookbehind(av[1]) or (av[2] is not None and _has_lookbehind(av[2])):
-                return True
-    return False
+            reads = reads or _shape(av[1])[1] or (av[2] is not None and _shape(av[2])[1])
+    return width, reads
+
+
+def _data(items):
+    """The item list of a parse (sub)tree: iterating a ``SubPattern`` itself goes through its
+    Python-level ``__getitem__`` once per item."""
+    return items.data if type(items) is _SubPattern else items
+
+
+_SubPattern = sre_parse.SubPattern
 
 
 class _Compiler:
     """Compiles one terminal's sre_parse tree into ``Program`` instructions (built back to front:
     every node is compiled knowing the pc it continues with)."""
 
-    def __init__(self, prog: Program, term: TerminalProgram):
+    def __init__(self, prog: Program, term: TerminalProgram, track_mb: bool = True):
         self.p = prog
         self.t = term
+        # Only lookbehinds and \b read the minimum width before them (and lookahead bodies
+        # holding them): without any, every width is left uncomputed (mb stays 0).
+        self.track_mb = track_mb
+        self._classes: dict = {}  # single-character node key -> class id (this compile)
         # Lookaround bodies are context-free: copies of a repeat share one compiled body, so
         # identical lookaheads become identical condition atoms (and lookbehinds one tracker).
         self._look_cache: dict[tuple[int, int, int | None], int] = {}
@@ -693,6 +691,7 @@ class _Compiler:
     def width(self, items) -> int:
         """:func:`_min_width`, memoized per item list of the tree (a seq asks it of every item,
         and every enclosing seq again of the same subtrees)."""
+        items = _data(items)
         w = self._widths.get(id(items))
         if w is None:
             w = self._widths[id(items)] = sum(self.item_width(op, av) for op, av in items)
@@ -716,7 +715,13 @@ class _Compiler:
         return RegexError(msg + (f" ({why})" if why else ""))
 
     def seq(self, items, flags: int, nxt: int, min_before: int, inside: str | None) -> int:
-        items = list(items)
+        items = _data(items)
+        if not self.track_mb:
+            pc = nxt
+            item = self.item
+            for op, av in reversed(items):
+                pc = item(op, av, flags, pc, 0, inside)
+            return pc
         befores = []
         acc = min_before
         item_width = self.item_width
@@ -731,8 +736,21 @@ class _Compiler:
     def item(self, op, av, flags: int, nxt: int, mb: int, inside: str | None) -> int:
         p = self.p
         if op in _SINGLE_CHAR_OPS:
-            cps = charsets.node_set(op, av, flags)
-            return p._new(CHAR, p._class_id(cps), nxt)
+            # an IN node's av is a list: its identity names it during this compile
+            key = (op, id(av) if op is C.IN else av, flags & _CLASS_FLAGS)
+            cid = self._classes.get(key)
+            if cid is None:
+                cid = self._classes[key] = p._class_id(charsets.node_set(op, av, flags))
+            kind = p.kind
+            n = len(kind)
+            if n >= p.max_nodes or not n & 1023:
+                return p._new(CHAR, cid, nxt)
+            kind.append(CHAR)
+            p.a.append(cid)
+            p.b.append(nxt)
+            p.c.append(None)
+            p.d.append(None)
+            return n
         if op is C.SUBPATTERN:
             _group, add_flags, del_flags, sub = av
             return self.seq(sub, (flags | add_flags) & ~del_flags, nxt, mb, inside)
@@ -764,7 +782,7 @@ class _Compiler:
         p = self.p
         rep = p.n_reps
         p.n_reps += 1
-        bmin = self.width(body)
+        bmin = self.width(body) if self.track_mb else 0
         copy = _BodyCopies(self, body, flags, inside)
         if hi is C.MAXREPEAT:
             check = p._new(REP_CHECK, rep, None, nxt, greedy)
@@ -798,7 +816,8 @@ class _Compiler:
         if direction == 1:
             # A body is context-free except for how much text precedes it, which only matters to
             # the lookbehinds and \b it contains (their "reads before the lexeme" check).
-            key = (id(body), flags, mb if _reads_behind(body.data) else None)
+            key = (id(body), flags,
+                   mb if self.track_mb and _reads_behind(body.data) else None)
             look = self._look_cache.get(key)
             if look is None:
                 if self._look_depth >= MAX_LOOK_DEPTH:
@@ -891,7 +910,7 @@ class _BodyCopies:
             self.tried = True
             if len(p.look_starts) == look0 and not any(
                     k in _ASSERTION_KINDS for k in p.kind[base:]):
-                self.block = _Block.capture(p, base, cont, rep0, look0, with_classes=False)
+                self.block = _Block.capture(p, base, cont, rep0, look0, False)
                 self.entry = entry - base if entry >= base else -1
         return entry
 
