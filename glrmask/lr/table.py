@@ -18,6 +18,12 @@ Cython runtime all read it. It is built as follows:
 
 Conflicts are *kept*: a cell is :class:`Action` ``(shift, reduces, accept)`` and a GLR driver explores
 every alternative.
+
+Two builders compute the same table, state for state: :mod:`glrmask_ext.lr_build` (the default; the
+LR table is the largest part of the time to the first mask for a new JSON Schema, and the native
+builder is 10-50x faster) and :class:`_Builder` in pure Python, kept as the readable reference and
+the test oracle (``LRTable.build(..., native=False)``). Either way the dense arrays are the table;
+the :class:`Action` rows are built from them per row on first use (:class:`_ArrayRows`).
 """
 from __future__ import annotations
 
@@ -180,22 +186,29 @@ class LRTable:
         max_lalr_states: int = 200_000,
         merge: bool = True,
         check: bool = True,
+        native: bool = True,
     ) -> "LRTable":
         """Build the table for a normalized grammar.
 
         ``check_normalized`` runs first unless ``check=False`` (the GLR driver relies on the
         post-condition for termination). Canonical LR(1) is tried with ``max_states`` states; beyond
         that LALR(1) is used (bounded by ``max_lalr_states``, else :class:`GrammarTooComplex`).
+        ``native=False`` runs the Python reference builder (same table, slower).
         """
         if check:
             from glrmask.grammar.normalize import check_normalized
 
             check_normalized(grammar)
+        if native:
+            return _native_build(_Symbols(grammar), max_states, max_lalr_states, merge)
         return _Builder(grammar).build(max_states, max_lalr_states, merge)
 
 
-class _Builder:
-    """Numbering of symbols/cores, FIRST sets and precomputed closures for one grammar."""
+class _Symbols:
+    """The numbering both builders share: terminal ids (the grammar's, then ``$END``), nonterminal
+    ids (``$START`` first), rule ids (the augmented rule 0 first) and each right-hand side as
+    symbol codes (a terminal id, or ``T`` + a nonterminal id). Raises :class:`GrammarError` for
+    reserved names, a start symbol without rules and unknown symbols."""
 
     def __init__(self, grammar: Grammar) -> None:
         if END in grammar.terminals or AUG_START in grammar.terminals:
@@ -211,16 +224,30 @@ class _Builder:
         self.rules = [Rule(AUG_START, (grammar.start, END))] + list(grammar.rules)
         T = len(self.terminals)
         self.T = T
+        codes = {t: i for i, t in enumerate(self.terminals)}
+        codes.update((n, T + i) for i, n in enumerate(nts) if n not in codes)
 
-        def code(sym: str) -> int:
-            if sym in self.terminal_index:
-                return self.terminal_index[sym]
-            if sym in self.nonterminal_index:
-                return T + self.nonterminal_index[sym]
-            raise GrammarError(f"symbol {sym!r} is neither a terminal nor a nonterminal with rules")
+        def unknown(sym: str) -> GrammarError:
+            return GrammarError(f"symbol {sym!r} is neither a terminal nor a nonterminal with rules")
 
         self.rule_lhs = [self.nonterminal_index[r.lhs] for r in self.rules]
         self.rule_len = [len(r.rhs) for r in self.rules]
+        self.rhs_codes: list[list[int]] = []
+        for r in self.rules:
+            try:
+                self.rhs_codes.append([codes[x] for x in r.rhs])
+            except KeyError as e:
+                raise unknown(e.args[0]) from None
+
+
+class _Builder(_Symbols):
+    """The Python reference builder: cores, FIRST sets and precomputed closures for one grammar
+    (:func:`_native_build` computes the same table natively)."""
+
+    def __init__(self, grammar: Grammar) -> None:
+        super().__init__(grammar)
+        T = self.T
+        nts = self.nonterminals
         self.rules_of: list[list[int]] = [[] for _ in nts]
         for i, r in enumerate(self.rules):
             self.rules_of[self.rule_lhs[i]].append(i)
@@ -228,10 +255,8 @@ class _Builder:
         self.rule_off: list[int] = []
         core_rule: list[int] = []
         core_next: list[int] = []  # symbol code after the dot, -1 at the end
-        rhs_codes: list[list[int]] = []
-        for i, r in enumerate(self.rules):
-            codes = [code(s) for s in r.rhs]
-            rhs_codes.append(codes)
+        rhs_codes = self.rhs_codes
+        for i, codes in enumerate(rhs_codes):
             self.rule_off.append(len(core_rule))
             for d in range(len(codes) + 1):
                 core_rule.append(i)
@@ -545,31 +570,28 @@ def _minimize(trans, reduces, start, final):
 
 
 def _assemble(b: _Builder, trans, reduces, start, final, notes, method) -> LRTable:
+    """The dense arrays of the Python builder's sparse rows (the action rows are built from them
+    on first use, exactly as for a table read from arrays)."""
     n, T, n_nt = len(trans), b.T, len(b.nonterminals)
-    end = T - 1
     shift = np.full((n, T), -1, dtype=np.int32)
     goto = np.full((n, n_nt), -1, dtype=np.int32)
     counts = np.zeros(n * T, dtype=np.int64)
-    rows: list[list[Action]] = []
-    interned: dict[Action, Action] = {}
     for s in range(n):
-        row = [EMPTY_ACTION] * T
-        red = reduces[s]
-        shifts = {x: tgt for x, tgt in trans[s].items() if x < T}
         for x, tgt in trans[s].items():
             if x < T:
                 shift[s, x] = tgt
             else:
                 goto[s, x - T] = tgt
-        for t in set(shifts) | set(red):
-            rs = tuple(red.get(t, ()))
-            a = Action(shifts.get(t), rs, t == end and t in shifts)
-            row[t] = interned.setdefault(a, a)
+        for t, rs in reduces[s].items():
             counts[s * T + t] = len(rs)
-        rows.append(row)
     offsets = np.zeros(n * T + 1, dtype=np.int32)
     offsets[1:] = np.cumsum(counts)
     flat = [r for s in range(n) for t in sorted(reduces[s]) for r in reduces[s][t]]
+    return _table(b, start, final, shift, goto, offsets, np.asarray(flat, dtype=np.int32), notes, method)
+
+
+def _table(b: _Symbols, start: int, final: int, shift: np.ndarray, goto: np.ndarray,
+           offsets: np.ndarray, flat: np.ndarray, notes: list[str], method: str) -> LRTable:
     return LRTable(
         terminals=b.terminals,
         terminal_index=b.terminal_index,
@@ -583,13 +605,42 @@ def _assemble(b: _Builder, trans, reduces, start, final, notes, method) -> LRTab
         shift_table=shift,
         goto_table=goto,
         reduce_offsets=offsets,
-        reduce_rules=np.asarray(flat, dtype=np.int32),
-        rows=rows,
+        reduce_rules=flat,
+        rows=_ArrayRows(shift, offsets, flat),
         ignored_terminals=frozenset(b.terminal_index[t] for t in b.grammar.ignore
                                     if t in b.terminal_index),
         notes=notes,
         method=method,
     )
+
+
+def _native_build(b: _Symbols, max_states: int, max_lalr_states: int, merge: bool) -> LRTable:
+    """:meth:`_Builder.build` in :mod:`glrmask_ext.lr_build`: the same exploration order, state
+    numbering, notes and errors, 10-100x faster (the Python builder is the test oracle)."""
+    from glrmask_ext.lr_build import Automaton
+
+    budget = current_budget()
+    rhs_off = np.zeros(len(b.rules) + 1, dtype=np.int32)
+    rhs_off[1:] = np.cumsum([len(c) for c in b.rhs_codes])
+    rhs = np.fromiter((x for codes in b.rhs_codes for x in codes), dtype=np.int32, count=int(rhs_off[-1]))
+    auto = Automaton(np.asarray(b.rule_lhs, dtype=np.int32), rhs_off, rhs, b.T, len(b.nonterminals),
+                     budget.size_limit("lr", "max_closure_items"), budget.check)
+    notes: list[str] = []
+    method = "lr1"
+    if not auto.explore(False, max_states):
+        notes.append(f"canonical LR(1) exceeded max_states={max_states}; fell back to LALR(1)")
+        method = "lalr1"
+        if not auto.explore(True, max_lalr_states):
+            raise GrammarTooComplex(
+                f"LR table: LALR(1) automaton exceeds max_lalr_states={max_lalr_states}"
+            )
+    n = auto.n_states
+    start, final, shift, goto, offsets, flat = auto.tables(merge)
+    if final < 0:
+        raise GrammarError("the grammar derives no sentence")
+    if merge and shift.shape[0] != n:
+        notes.append(f"merged {n} states into {shift.shape[0]} with identical rows")
+    return _table(b, start, final, shift, goto, offsets, flat, notes, method)
 
 
 _LR_ARRAYS = ("lr_meta", "shift_table", "goto_table", "reduce_offsets", "reduce_rules")

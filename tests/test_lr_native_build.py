@@ -1,0 +1,217 @@
+"""The native LR table builder (:mod:`glrmask_ext.lr_build`) builds exactly the table of the Python
+reference builder (``LRTable.build(..., native=False)``): the same method, notes, start and final
+states, state numbering, shift/goto tables, reduce lists and names — on the shipped grammars, the
+test corpora, random grammars, the LALR(1) fallback and JSONSchemaBench schemas — and fails the
+same way on the same bad input and budgets."""
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import random
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import glrmask.lr.table as lr_table
+from _grammars import CASES
+from _lr_support import CORPUS, bnf, bnf_file, corpus_grammar
+from glrmask.budget import CompileBudget, activate_budget
+from glrmask.errors import GlrmaskError, GrammarError, GrammarTooComplex
+from glrmask.grammar.ir import Grammar, Rule, TerminalDef
+from glrmask.grammar.loader import load_grammar
+from glrmask.grammar.normalize import normalize
+from glrmask.lr import LRTable
+
+ROOT = Path(__file__).resolve().parents[1]
+GRAMMAR_CORPUS = Path(__file__).resolve().parent / "data" / "grammars"
+MASKBENCH = ROOT.parent / "shared" / "data" / "jsonschemabench" / "maskbench"
+
+SOURCES = (
+    {p.stem: str(p) for p in sorted((ROOT / "grammars").glob("*.lark"))}
+    | {f"corpus_{p.parent.name}": str(p) for p in sorted(GRAMMAR_CORPUS.glob("*/grammar.lark"))}
+    | {f"case_{c.name}": c.grammar for c in CASES}
+)
+
+#: build options: the default, the exploration's own numbering, and the LALR(1) fallback
+OPTIONS = {
+    "default": {},
+    "unmerged": {"merge": False},
+    "lalr": {"max_states": 8},
+    "lalr_unmerged": {"max_states": 8, "merge": False},
+}
+
+
+def assert_same_build(grammar: Grammar, **kw) -> LRTable:
+    """Both builders give equal tables, or both raise the same glrmask error."""
+    try:
+        ref = LRTable.build(grammar, native=False, **kw)
+    except GlrmaskError as e:
+        with pytest.raises(type(e)) as got:
+            LRTable.build(grammar, native=True, **kw)
+        assert str(got.value) == str(e)
+        return None
+    new = LRTable.build(grammar, native=True, **kw)
+    a, b = ref.to_arrays(), new.to_arrays()
+    assert a.keys() == b.keys()
+    for name in a:
+        assert a[name].dtype == b[name].dtype and np.array_equal(a[name], b[name]), name
+    assert (ref.method, ref.notes, ref.start_state, ref.final_state) == (
+        new.method, new.notes, new.start_state, new.final_state)
+    assert ref.rules == new.rules and ref.rule_lhs == new.rule_lhs and ref.rule_len == new.rule_len
+    assert ref.ignored_terminals == new.ignored_terminals
+    return new
+
+
+# ---------------------------------------------------------------- identical tables
+@pytest.mark.parametrize("option", sorted(OPTIONS))
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_grammars_and_hard_cases_build_identically(name, option):
+    assert_same_build(normalize(load_grammar(SOURCES[name])), **OPTIONS[option])
+
+
+@pytest.mark.parametrize("option", sorted(OPTIONS))
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_lr_corpus_builds_identically(name, option):
+    assert_same_build(normalize(corpus_grammar(name)), **OPTIONS[option])
+
+
+def test_the_lalr_fallback_is_taken_and_identical():
+    t = assert_same_build(normalize(bnf_file("c_subset.bnf")), max_states=100)
+    assert t.method == "lalr1" and any("LALR" in n for n in t.notes)
+
+
+def test_kept_conflicts_are_identical():
+    t = assert_same_build(normalize(bnf_file("c_subset.bnf")))
+    assert t.conflicts() == LRTable.build(normalize(bnf_file("c_subset.bnf")), native=False).conflicts()
+    assert t.conflicts()
+
+
+def _random_grammar(rng: random.Random) -> Grammar:
+    terms, nonterms = ("A", "B", "C"), ("s", "x", "y", "z")
+    rules = [Rule(lhs, tuple(rng.choice(terms + nonterms) for _ in range(rng.choice((0, 1, 2, 2, 3)))))
+             for lhs in nonterms for _ in range(rng.randint(1, 3))]
+    return Grammar(rules, {t: TerminalDef(t, t.lower(), t.lower()) for t in terms}, "s")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_grammars_build_identically_normalized_or_raw(seed):
+    # raw (check=False): unit cycles, ε-rules, unproductive symbols and empty languages as they come
+    g = _random_grammar(random.Random(seed))
+    assert_same_build(g, check=False)
+    assert_same_build(g, check=False, max_states=4)
+    try:
+        ng = normalize(g)
+    except GrammarError:
+        return
+    assert_same_build(ng)
+    assert_same_build(ng, max_states=4, merge=False)
+
+
+# ---------------------------------------------------------------- JSONSchemaBench
+@lru_cache(maxsize=None)
+def _maskbench(per_split: int) -> list[tuple[str, object]]:
+    out = []
+    for path in sorted(MASKBENCH.glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for i, line in enumerate(itertools.islice(f, per_split)):
+                out.append((f"{path.name.split('.')[0]}[{i}]", json.loads(line)["schema"]))
+    return out
+
+
+def _schema_grammar(schema) -> Grammar:
+    from glrmask.json_schema import lower_json_schema_ir
+
+    try:
+        return normalize(lower_json_schema_ir(schema)[0])
+    except GlrmaskError as e:
+        pytest.skip(f"the lowering refuses this schema: {e}")
+
+
+needs_maskbench = pytest.mark.skipif(not MASKBENCH.is_dir(), reason="JSONSchemaBench data (../shared) missing")
+FAST_SCHEMAS = ("Github_easy[0]", "Glaiveai2K[1]", "Kubernetes[1]", "WashingtonPost[1]")
+
+
+@needs_maskbench
+@pytest.mark.parametrize("name", FAST_SCHEMAS)
+def test_jsonschemabench_schemas_build_identically_past_max_states(name):
+    t = assert_same_build(_schema_grammar(dict(_maskbench(2))[name]), max_states=100)
+    assert t.method == "lalr1"
+
+
+@needs_maskbench
+@pytest.mark.parametrize("index", range(50))
+def test_jsonschemabench_sample_builds_identically(index):
+    # the first five schemas of each split: ~10 s, most of it the Python builder on the largest
+    sample = _maskbench(5)
+    if index >= len(sample):
+        pytest.skip("fewer schemas in the sample")
+    assert_same_build(_schema_grammar(sample[index][1]))
+
+
+# ---------------------------------------------------------------- errors and budgets
+def test_reserved_terminal_names_are_a_grammar_error():
+    g = normalize(bnf("s: A"))
+    g.terminals["$END"] = TerminalDef("$END", "x")
+    with pytest.raises(GrammarError, match="reserved"):
+        LRTable.build(g, native=True)
+
+
+def test_a_start_symbol_without_rules_is_a_grammar_error():
+    g = Grammar([Rule("s", ("A",))], {"A": TerminalDef("A", "a")}, "t")
+    with pytest.raises(GrammarError, match="has no rules"):
+        LRTable.build(g, check=False, native=True)
+
+
+def test_an_unknown_symbol_is_a_grammar_error():
+    g = Grammar([Rule("s", ("A", "nowhere"))], {"A": TerminalDef("A", "a")}, "s")
+    with pytest.raises(GrammarError, match="'nowhere'"):
+        LRTable.build(g, check=False, native=True)
+
+
+def test_too_many_lalr_states_is_too_complex():
+    with pytest.raises(GrammarTooComplex, match="max_lalr_states=50"):
+        LRTable.build(normalize(bnf_file("c_subset.bnf")), max_states=10, max_lalr_states=50, native=True)
+
+
+def _nested_chain(n: int) -> Grammar:
+    """``r_i: r_{i+1} | X r_{i+1}``: the closure items grow as ``n²/2``."""
+    return normalize(bnf("s: r0\n" + "".join(f"r{i}: r{i + 1} | X r{i + 1}\n" for i in range(n)) + f"r{n}: X"))
+
+
+def test_the_closure_item_limit_is_too_complex_with_the_same_message():
+    g = _nested_chain(200)
+    with activate_budget({"lr": {"max_closure_items": 2_000}}):
+        with pytest.raises(GrammarTooComplex, match=r"LR table \(closures\).*lr\.max_closure_items") as ref:
+            LRTable.build(g, native=False)
+    with activate_budget({"lr": {"max_closure_items": 2_000}}):
+        with pytest.raises(GrammarTooComplex) as new:
+            LRTable.build(g, native=True)
+    assert str(new.value) == str(ref.value)
+
+
+def test_a_passed_deadline_stops_the_build():
+    g = normalize(bnf_file("c_subset.bnf"))
+    with activate_budget({"max_seconds": 1e-9}):
+        with pytest.raises(GrammarTooComplex, match=r"LR table.*max_seconds"):
+            LRTable.build(g, native=True)
+
+
+class _CountingBudget(CompileBudget):
+    def __init__(self) -> None:
+        super().__init__({"max_seconds": None})
+        self.stages: list[str] = []
+
+    def check(self, stage: str) -> None:
+        self.stages.append(stage)
+        super().check(stage)
+
+
+def test_the_deadline_is_consulted_throughout_a_large_build(monkeypatch):
+    budget = _CountingBudget()
+    monkeypatch.setattr(lr_table, "current_budget", lambda: budget)
+    LRTable.build(normalize(bnf_file("c_subset.bnf")), max_states=1_000, native=True)
+    explored = [s for s in budget.stages if s == "LR table (item sets)"]
+    assert len(explored) > 10  # every few thousand item operations, not once per stage
