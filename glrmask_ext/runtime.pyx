@@ -175,7 +175,9 @@ ctypedef struct LexMemo:
     int32_t q
     int32_t cond           # a lane with this pending condition: every child of the trie root is a
                            # frontier node, no in-lexeme tokens
-    uint64_t* rbits        # fut_words words
+    uint64_t* rbits        # 2 * fut_words words: ``rbits``, then the terminals a lexeme may hold
+                           # when one starts after an ignored terminal ends at the root (the
+                           # terminals with an action in the stacks' top states; see _root_allow)
     uint64_t key           # the hash of (q, cond, rbits) in the memo table
     int32_t n_u
     int32_t* u_ids         # tokens that stay inside the lexeme (and survive)
@@ -224,6 +226,10 @@ ctypedef struct SeqTab:
     int32_t* vals
     Py_ssize_t cap
     Py_ssize_t count
+    # the lexer terminals a lexeme may hold after a seq (fut_words words; NULL: any): after the
+    # empty seq ``root_allow``, after one ending in LR terminal ``a`` ``follow + a * fut_words``
+    const uint64_t* root_allow
+    const uint64_t* follow
 
 
 ctypedef struct CMSlot:
@@ -279,6 +285,9 @@ ctypedef struct CTables:
     const uint8_t* cond_sat
     const int32_t* lr_of_lex
     const uint8_t* lex_ignored
+    # dynamic tables: the lexer terminals that can come next (fut_words words each; NULL: unknown)
+    const uint64_t* act_lex    # per LR state: those with an action there (and the ignored ones)
+    const uint64_t* follow_lex # per LR terminal: those with an action after it is shifted
     # LR
     int32_t lr_n
     int32_t lr_nterm
@@ -612,6 +621,13 @@ cdef class Tables:
         t.cond_sat = <const uint8_t*>cnp.PyArray_DATA(g["cond_sat"])
         t.lr_of_lex = _i32(g["lr_of_lex"])
         t.lex_ignored = <const uint8_t*>cnp.PyArray_DATA(g["lex_ignored"])
+        if "act_lex" in g:
+            if (g["act_lex"].dtype != np.uint64 or g["follow_lex"].dtype != np.uint64
+                    or g["act_lex"].shape != (g["shift"].shape[0], t.fut_words)
+                    or g["follow_lex"].shape != (g["shift"].shape[1], t.fut_words)):
+                raise ValueError("runtime: next-terminal sets of the wrong shape")
+            t.act_lex = <const uint64_t*>cnp.PyArray_DATA(g["act_lex"])
+            t.follow_lex = <const uint64_t*>cnp.PyArray_DATA(g["follow_lex"])
         t.lr_n = <int32_t>g["shift"].shape[0]
         t.lr_nterm = <int32_t>g["shift"].shape[1]
         t.lr_nnt = <int32_t>g["goto"].shape[1]
@@ -881,7 +897,7 @@ cdef class Family:
             raise MemoryError("glrmask runtime: cannot allocate a lock")
         self.f.cw = tables.t.cw
         self.f.s_bits = <uint64_t*>calloc(3 * tables.t.cw + 1, sizeof(uint64_t))
-        self.f.r_bits = <uint64_t*>calloc(tables.t.fut_words + 1, sizeof(uint64_t))
+        self.f.r_bits = <uint64_t*>calloc(2 * tables.t.fut_words + 1, sizeof(uint64_t))
         if self.f.s_bits == NULL or self.f.r_bits == NULL:
             raise MemoryError("glrmask runtime: out of memory")
 
@@ -1352,6 +1368,26 @@ cdef int _build_lanes(CFamily* f, IVec* dst) noexcept nogil:
     return n_lanes
 
 
+cdef inline const uint64_t* _seq_allow(const SeqTab* S, int32_t seq, int32_t fw) noexcept nogil:
+    """The lexer terminals a lexeme after seq ``seq`` may hold (NULL: any)."""
+    if seq == 0:
+        return S.root_allow
+    if S.follow == NULL:
+        return NULL
+    return S.follow + <Py_ssize_t>S.term.d[seq] * fw
+
+
+cdef inline int _seq_allows_any(const SeqTab* S, int32_t seq, const uint64_t* bits, int32_t fw) noexcept nogil:
+    cdef const uint64_t* allow = _seq_allow(S, seq, fw)
+    cdef int32_t w
+    if allow == NULL:
+        return 1
+    for w in range(fw):
+        if allow[w] & bits[w]:
+            return 1
+    return 0
+
+
 cdef int _step_byte(const CTables* t, CFamily* f, const int32_t* lanes, int32_t b,
                     IVec* dst, SeqTab* S=NULL) noexcept nogil:
     """One byte over the snapshot ``lanes``; the next snapshot is appended to ``dst``. Returns
@@ -1360,7 +1396,9 @@ cdef int _step_byte(const CTables* t, CFamily* f, const int32_t* lanes, int32_t 
     Symbolic (``S`` given, for lexeme memos): a lane's "frontier" holds seqs instead of GSS nodes —
     the terminals fed since the walk began, interned in ``S`` — so the step needs no stacks: a
     terminal extends each seq instead of being fed, and no lane is dropped for its stacks (the
-    memo's evaluation asks the stacks, per mask)."""
+    memo's evaluation asks the stacks, per mask) — only for what no stack could take after the
+    seq (``S.root_allow``, ``S.follow``): a lexeme none of whose live terminals may come next, or
+    a terminal that may not come next."""
     cdef int32_t n_lanes = lanes[0], li, lex, nc, nn, k, c, c2, q, q2, term, cond, lr
     cdef const int32_t* p = lanes + 1
     cdef const int32_t* conds
@@ -1372,6 +1410,10 @@ cdef int _step_byte(const CTables* t, CFamily* f, const int32_t* lanes, int32_t 
     cdef const int32_t* ev_conds
     cdef int32_t n_ev
     cdef Py_ssize_t stride = 2 if t.lazy else 1
+    cdef const uint64_t* alive
+    cdef const uint64_t* allow
+    cdef int32_t fw = t.fut_words
+    cdef int pruned = S != NULL and (S.root_allow != NULL or S.follow != NULL)
     f.s_out.n = 0
     f.s_idx.n = 0
     for li in range(n_lanes):
@@ -1417,8 +1459,14 @@ cdef int _step_byte(const CTables* t, CFamily* f, const int32_t* lanes, int32_t 
             r = 1 if S != NULL else _lane_survives(t, f, q2, front, nn)
             if r < 0:
                 return -1
+            alive = NULL
+            if r and pruned:
+                alive = _lx_futures(t, f, q2)  # NULL: not explored (the walk will run again)
+                r = alive != NULL
             if r:
                 for k in range(nn):
+                    if alive != NULL and not _seq_allows_any(S, front[k], alive, fw):
+                        continue
                     if _emit(f, q2, cv.d, <int32_t>base_n, front[k]):
                         return -1
         n_ev = _lx_events(t, q, b, &ev_terms, &ev_conds)
@@ -1448,6 +1496,9 @@ cdef int _step_byte(const CTables* t, CFamily* f, const int32_t* lanes, int32_t 
             lr = t.lr_of_lex[term]
             if lr >= 0 and S != NULL:
                 for m in range(nn):
+                    allow = _seq_allow(S, front[m], fw) if pruned else NULL
+                    if allow != NULL and not (allow[term >> 6] >> (term & 63)) & 1:
+                        continue
                     k = _seq_child(S, front[m], lr)
                     if k < 0 or _emit(f, BOUNDARY, cv.d, <int32_t>cv.n, k):
                         return -1
@@ -1816,6 +1867,9 @@ cdef int _walk_step(const CTables* t, CFamily* f, Py_ssize_t parent, int32_t b, 
     cdef int32_t cbuf[16]
     cdef Py_ssize_t psize, head, o
     cdef int r, dead
+    cdef int pruned = S != NULL and (S.root_allow != NULL or S.follow != NULL)
+    cdef const uint64_t* alive
+    cdef int32_t kept, fw = t.fut_words
     # pass 1: does a surviving lane end a terminal here? (then the general step)
     lp = p + 1
     for li in range(n_lanes):
@@ -1874,15 +1928,24 @@ cdef int _walk_step(const CTables* t, CFamily* f, Py_ssize_t parent, int32_t b, 
                 if r < 0:
                     return -1
                 p = W.d + parent  # _lane_survives never touches w_pool, but keep p honest
+                alive = NULL
+                if r and pruned:
+                    alive = _lx_futures(t, f, q2)  # NULL: not explored (the walk will run again)
+                    r = alive != NULL
                 if r:
                     W.d[o] = q2
                     W.d[o + 1] = nc2
                     for k in range(nc2):
                         W.d[o + 2 + k] = cbuf[k]
-                    W.d[o + 2 + nc2] = nn
-                    memcpy(W.d + o + 3 + nc2, lp + 3 + nc, nn * sizeof(int32_t))
-                    o += 3 + nc2 + nn
-                    n_out += 1
+                    kept = 0
+                    for k in range(nn):  # symbolic: only the seqs after which the lexeme may come
+                        if alive == NULL or _seq_allows_any(S, lp[3 + nc + k], alive, fw):
+                            W.d[o + 3 + nc2 + kept] = lp[3 + nc + k]
+                            kept += 1
+                    if kept:
+                        W.d[o + 2 + nc2] = kept
+                        o += 3 + nc2 + kept
+                        n_out += 1
             lp = lp + 3 + nc + nn
         if n_out == 0:
             return 0
@@ -2089,6 +2152,8 @@ cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
     cdef int r, res = R_OK
     cdef uint64_t h, h2
     memset(&S, 0, sizeof(SeqTab))
+    S.follow = t.follow_lex
+    S.root_allow = m.rbits + t.fut_words if m.cond < 0 and t.act_lex != NULL else NULL
     memset(&data, 0, sizeof(IVec)); memset(&offs, 0, sizeof(IVec)); memset(&pairs, 0, sizeof(IVec))
     if iv_push(&S.parent, -1) or iv_push(&S.term, -1) or iv_reserve(L, t.tr_max_depth + 2) or iv_push(&offs, 0):
         res = R_NOMEM
@@ -2296,12 +2361,12 @@ cdef inline uint64_t _memo_hash(int32_t q, int32_t c, const uint64_t* rbits, int
 
 
 cdef LexMemo* _get_memo(const CTables* t, CFamily* f, int32_t q, int32_t c, const uint64_t* rbits,
-                        int* code) noexcept nogil:
+                        int* code) noexcept nogil:  # rbits: 2 * fut_words words
     """The memo of the lane (lexer state ``q``, pending condition ``c`` or -1, terminals
     ``rbits``), built on first use; or NULL with ``code``: R_FALLBACK (not available now: budget
     spent, table full, another thread building), R_MISSING or R_NOMEM."""
     cdef CLazy* z = t.lz
-    cdef int32_t fw = t.fut_words
+    cdef int32_t fw = 2 * t.fut_words
     cdef uint64_t h = _memo_hash(q, c, rbits, fw)
     cdef Py_ssize_t j = <Py_ssize_t>(h & (MEMO_SLOTS - 1)), probe, i, n
     cdef int64_t k
@@ -2414,6 +2479,33 @@ cdef int _relevant(const CTables* t, CFamily* f, int32_t q, const int32_t* front
     return R_OK
 
 
+cdef void _root_allow(const CTables* t, CFamily* f, uint64_t* rbits, const int32_t* front,
+                      int32_t nn) noexcept nogil:
+    """Fill ``rbits[fw:2fw]``, the terminals a lexeme may hold that starts at the memo's root
+    (after an ignored terminal of the root lexeme): ``rbits`` itself when the root lexeme holds
+    no ignored terminal (then every new lexeme comes after a terminal fed, see ``follow_lex``),
+    else those with an action in the stacks' top states. Part of the memo's key."""
+    cdef int32_t fw = t.fut_words, w, k, term
+    cdef uint64_t word
+    cdef uint64_t* allow = rbits + fw
+    cdef const uint64_t* act
+    cdef int ign = 0
+    for w in range(fw):
+        word = rbits[w]
+        while word and not ign:
+            term = w * 64 + glr_ctz64(word)
+            word &= word - 1
+            ign = t.lex_ignored[term]
+    if not ign or t.act_lex == NULL:
+        memcpy(allow, rbits, fw * sizeof(uint64_t))
+        return
+    memset(allow, 0, fw * sizeof(uint64_t))
+    for k in range(nn):
+        act = t.act_lex + <Py_ssize_t>f.node_state.d[front[k]] * fw
+        for w in range(fw):
+            allow[w] |= act[w]
+
+
 cdef int _lane_memo_fill(const CTables* t, CFamily* f, LexMemo* m, const int32_t* front, int32_t nn,
                          uint32_t* out) noexcept nogil:
     """OR into ``out`` the tokens one lane over the stacks ``front`` allows, from its memo: the
@@ -2491,8 +2583,9 @@ cdef int _memo_fill(const CTables* t, CFamily* f, const int32_t* snap, uint32_t*
             r = _relevant(t, f, q, p + 3, nn, rbits)
             if r != R_OK:
                 return r
+            _root_allow(t, f, rbits, p + 3, nn)
         else:
-            memset(rbits, 0, t.fut_words * sizeof(uint64_t))
+            memset(rbits, 0, 2 * t.fut_words * sizeof(uint64_t))
         ms[i] = _get_memo(t, f, q, p[2] if nc else -1, rbits, &code)
         if ms[i] == NULL:
             return code

@@ -47,6 +47,30 @@ def test_dynamic_masks_equal_the_reference_on_every_reachable_state(name):
         assert mask.get_mask(state).tobytes() == reference_words(mask, data).tobytes(), (name, data)
 
 
+SPANNING = r"""
+start: pair+
+pair: KEY ":" value ";"
+value: NUMBER | WORD | "[" value ("," value)* "]"
+KEY: /k[a-z]*/
+WORD: /[a-z]+/
+NUMBER: /[0-9]+/
+%ignore " "
+"""
+SPANNING_PIECES = ["k", "ka", "kab", ":", ";", " ", "  ", ":1", "1;", ";k", " k", ": ", "[", "[1", ",", ",a",
+                   "a]", "]", "1,2", "x", ":x;", " ;", "; ka:", "a ;k", "];", ": [", "k:", " :", "1 ;"]
+
+
+def test_tokens_spanning_several_lexemes_keep_every_continuation():
+    """Lexeme memos drop the lanes of a token's later lexemes that no stack could take (terminals
+    that cannot follow the one before); tokens crossing ignored text and several terminals still
+    get exactly the reference masks."""
+    mask = glrmask.compile(SPANNING, tiny_vocab(SPANNING_PIECES), format="lark", mode="dynamic")
+    states = reachable_states(mask, max_sets=400)
+    assert len(states) > 20
+    for state, data in states:
+        assert mask.get_mask(state).tobytes() == reference_words(mask, data).tobytes(), data
+
+
 def test_bytes_committed_mid_token_are_answered_natively():
     mask = glrmask.compile('start: "ab" "c"', tiny_vocab(["ab", "c", "abc", "b"]), format="lark", mode="dynamic")
     state = mask.start()
