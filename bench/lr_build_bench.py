@@ -11,6 +11,12 @@ and normalized outside the clock; then ``LRTable.build`` is timed once per build
 builders produce identical arrays (``to_arrays()``), so a speed-up is never an accident of a
 different table.
 
+The stage includes writing the dense arrays (``shift_table``, ``goto_table``: states x
+nonterminals int32, and the reduce offsets: states x terminals), listed as ``MB``; on the largest
+schemas that is most of the native time, and the first touch of fresh memory in a process can cost
+several times a later one (page faults). ``--warm-mb`` therefore touches that much memory once
+before timing, so whichever builder runs first does not pay the process's first page faults alone.
+
 Why this stage alone: the LR table is the largest part of the time to the first mask for a new
 schema (canonical LR(1) over a few thousand terminals, LALR(1) past 20,000 states). The output is
 one line per schema (states, method, milliseconds per builder) and the p50 / p90 / p99 / max per
@@ -61,12 +67,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per builder (the best is kept)")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--check", action="store_true", help="assert that the builders' arrays agree")
+    ap.add_argument("--warm-mb", type=int, default=1024, help="memory touched once before timing (0: none)")
     args = ap.parse_args(argv)
+    if args.warm_mb > 0:
+        np.ones(args.warm_mb << 18, dtype=np.int32)  # MiB -> int32 cells, freed at once
     builders = [b.strip() for b in args.builders.split(",") if b.strip()]
     if not set(builders) <= {"python", "native"} or not builders:
         ap.error("--builders takes python and/or native")
     times: dict[str, list[float]] = {b: [] for b in builders}
-    print(f"{'schema':28s} {'T':>5s} {'states':>7s} {'method':6s} " + " ".join(f"{b + ' ms':>10s}" for b in builders))
+    print(f"{'schema':28s} {'T':>5s} {'states':>7s} {'MB':>6s} {'method':6s} "
+          + " ".join(f"{b + ' ms':>10s}" for b in builders))
     for name, schema in schemas(args.data, args.per_split):
         try:
             grammar = normalize(lower_json_schema_ir(schema)[0])
@@ -85,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.check and len(tables) == 2:
                 a, c = tables["python"].to_arrays(), tables["native"].to_arrays()
                 assert a.keys() == c.keys() and all(np.array_equal(a[k], c[k]) for k in a), name
-            print(f"{name:28s} {t.n_terminals:5d} {t.n_states:7d} {t.method:6s} "
+            mb = (t.shift_table.nbytes + t.goto_table.nbytes + t.reduce_offsets.nbytes) / 2**20
+            print(f"{name:28s} {t.n_terminals:5d} {t.n_states:7d} {mb:6.0f} {t.method:6s} "
                   + " ".join(f"{times[b][-1] * 1e3:10.2f}" for b in builders), flush=True)
     print()
     for b in builders:

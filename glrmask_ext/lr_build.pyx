@@ -33,6 +33,7 @@ cimport cython
 import numpy as np
 cimport numpy as cnp
 
+from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memset
 from libcpp.algorithm cimport sort, unique
@@ -325,6 +326,7 @@ cdef class Automaton:
         self.work += amount
         if self.work >= _CHECK_WORK:
             self.work = 0
+            PyErr_CheckSignals()  # Ctrl-C stops a long build as it would the Python builder
             self.check(stage)
         return 0
 
