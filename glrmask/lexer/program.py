@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import threading
+from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from re import _constants as C  # type: ignore[attr-defined]
@@ -75,8 +76,12 @@ class TerminalProgram:
 class Program:
     """All terminals' instructions in one array (pcs are global), plus lookahead bodies."""
 
-    def __init__(self, max_nodes: int = 200_000):
+    def __init__(self, max_nodes: int = 200_000, copy_blocks: bool = True):
+        """``copy_blocks=False`` compiles every terminal and every copy of a repeat's body from
+        the parse tree, ignoring the process-wide terminal cache: the reference that the copies
+        (:class:`_Block`) are tested against; the instructions are the same either way."""
         self.max_nodes = max_nodes
+        self.copy_blocks = copy_blocks
         self.kind: list[int] = []
         self.a: list = []
         self.b: list = []
@@ -284,7 +289,8 @@ class Program:
         repeat ids and class ids relocated, which yields the very instructions a fresh compile
         would (JSON Schema grammars share most of their terminals: strings, numbers, keys)."""
         self._budget_owner = repr(name)
-        if isinstance(pattern, str):
+        cacheable = self.copy_blocks and isinstance(pattern, str)
+        if cacheable:
             cached = _TERMINAL_CACHE.get(pattern)
             if cached is not None:
                 return cached.instantiate(self, name, pattern)
@@ -309,7 +315,7 @@ class Program:
                 f"terminal {name!r}: /{pattern}/ can match the empty string (when its "
                 "lookarounds hold); a terminal must consume at least one character"
             )
-        if isinstance(pattern, str):
+        if cacheable:
             if len(self.kind) - first_pc <= _TERMINAL_CACHE.max_instructions // 4:
                 block = _Block.capture(self, first_pc, None, first_rep, first_look, True)
                 _TERMINAL_CACHE.put(pattern, _CachedTerminal(block, term))
@@ -381,8 +387,8 @@ class _Block:
     repeat bodies (no lookahead bodies made elsewhere) or whole terminals."""
 
     __slots__ = ("kinds", "a", "b", "c", "d", "base", "cont", "rep0", "n_reps", "look0",
-                 "looks", "chars", "splits", "reps", "looks_a", "looks_b", "pcs_b", "pcs_c",
-                 "pcs_d", "class_order", "classes", "size")
+                 "looks", "chars", "splits", "reps", "looks_a", "looks_b", "pcs_c",
+                 "class_order", "classes", "size")
 
     @classmethod
     def capture(cls, prog: Program, base: int, cont: int | None, rep0: int, look0: int,
@@ -392,7 +398,8 @@ class _Block:
         lookaheads from ``look0`` on. ``with_classes``: remember the character classes (for
         copies into other programs)."""
         blk = cls()
-        kinds = blk.kinds = prog.kind[base:]
+        kinds = prog.kind[base:]
+        blk.kinds = bytes(kinds)  # kinds are < 10; extending a list by bytes appends ints
         blk.a = prog.a[base:]
         blk.b = prog.b[base:]
         blk.c = prog.c[base:]
@@ -411,14 +418,16 @@ class _Block:
         if MID in by_kind:  # pragma: no cover - MIDs are made while lexing, never in a compile
             raise AssertionError("MID instruction inside a compiled block")
         none: list[int] = []
-        blk.chars = by_kind.get(CHAR, none)
-        blk.splits = by_kind.get(SPLIT, none)
-        blk.reps = by_kind.get(REP_ENTER, none) + by_kind.get(REP_CHECK, none)
-        blk.looks_a = by_kind.get(LOOK, none)
-        blk.looks_b = by_kind.get(BOUND, none)
-        blk.pcs_b = blk.chars + blk.reps
-        blk.pcs_c = by_kind.get(REP_CHECK, none) + blk.looks_a + by_kind.get(LB, none)
-        blk.pcs_d = blk.looks_b
+
+        def indexes(*ks: int) -> array:  # compact: a cached block is kept for long
+            return array("I", [i for k in ks for i in by_kind.get(k, none)])
+
+        blk.chars = indexes(CHAR)
+        blk.splits = indexes(SPLIT)
+        blk.reps = indexes(REP_ENTER, REP_CHECK)
+        blk.looks_a = indexes(LOOK)
+        blk.looks_b = indexes(BOUND)
+        blk.pcs_c = indexes(REP_CHECK, LOOK, LB)
         if with_classes:
             a = blk.a
             blk.class_order = list(dict.fromkeys([a[i] for i in blk.chars]))
@@ -443,23 +452,28 @@ class _Block:
         c = self.c.copy()
         d = self.d.copy()
         if self.cont is None or cont - self.cont == delta:  # every pc moves by delta
-            for i in self.pcs_b:
+            for i in self.chars:
+                b[i] += delta
+            for i in self.reps:
                 b[i] += delta
             for i in self.pcs_c:
                 c[i] += delta
-            for i in self.pcs_d:
+            for i in self.looks_b:
                 d[i] += delta
             for i in self.splits:
                 a[i] = tuple([t + delta for t in a[i]])
         else:
             lo = self.base
-            for i in self.pcs_b:
+            for i in self.chars:
+                v = b[i]
+                b[i] = v + delta if v >= lo else cont
+            for i in self.reps:
                 v = b[i]
                 b[i] = v + delta if v >= lo else cont
             for i in self.pcs_c:
                 v = c[i]
                 c[i] = v + delta if v >= lo else cont
-            for i in self.pcs_d:
+            for i in self.looks_b:
                 v = d[i]
                 d[i] = v + delta if v >= lo else cont
             for i in self.splits:
@@ -557,8 +571,16 @@ class _TerminalCache:
             self._held = 0
 
 
-_TERMINAL_CACHE = _TerminalCache(max_entries=4096, max_instructions=400_000)
-"""Compiled terminals of this process (about 100 bytes per instruction held)."""
+_TERMINAL_CACHE = _TerminalCache(max_entries=4096, max_instructions=500_000)
+"""Compiled terminals of this process: about 90 bytes per instruction held, so at most some
+45 MB; a terminal of more than a quarter of that is not kept (a JSON string of up to 2000
+characters is some 78 000 instructions)."""
+
+
+def clear_terminal_cache() -> None:
+    """Forget the compiled terminals kept by pattern (to release their memory; the next lexers
+    compile their terminals from the parse tree again)."""
+    _TERMINAL_CACHE.clear()
 
 
 def _byte_groups(classes: list[ByteClass]) -> tuple[tuple[int, ...], ...]:
@@ -906,7 +928,7 @@ class _BodyCopies:
         rep0 = p.n_reps
         look0 = len(p.look_starts)
         entry = self.comp.seq(self.body, self.flags, cont, mb, self.inside)
-        if not self.tried:
+        if not self.tried and p.copy_blocks:
             self.tried = True
             if len(p.look_starts) == look0 and not any(
                     k in _ASSERTION_KINDS for k in p.kind[base:]):

@@ -1,0 +1,199 @@
+"""Lexer construction reuses compiled instructions (a repeat's body compiled once and copied, a
+terminal compiled once per process and copied into later lexers): the programs must be exactly
+what compiling everything from the parse tree builds, the errors the same, and the lexers must
+still agree with ``re.match`` — on hand-picked patterns and on the JSONSchemaBench sample."""
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lexer_patterns import ReTooSlow, re_end, sample_texts  # noqa: E402
+
+from glrmask.budget import activate_budget  # noqa: E402
+from glrmask.errors import GlrmaskError, GrammarTooComplex, RegexError  # noqa: E402
+from glrmask.grammar.normalize import normalize  # noqa: E402
+from glrmask.json_schema import lower_json_schema_ir  # noqa: E402
+from glrmask.lexer import Lexer, Settler  # noqa: E402
+from glrmask.lexer.program import Program, clear_terminal_cache  # noqa: E402
+
+SAMPLE = Path(__file__).resolve().parent / "data" / "jsonschema" / "maskbench_sample.jsonl"
+
+TRICKY = [
+    r"[a-z]{0,40}x",
+    r"(?:ab|c){2,7}?d",
+    r"(?:a(?:b|c){1,3}){0,4}e",
+    r"(?:x{2}){3,}y",
+    r"(?:a|b)*c{2,}",
+    r"(?:(?:)|a){0,3}b",
+    r"(?:a?){0,5}b",
+    r"(?:a(?=b)){1,4}b",
+    r"(?:(?!ab)[ab]){0,6}c",
+    r"x(?:y(?<=xy)){1,3}",
+    r"a(?:\b[a ]){1,3}",
+    r"(?i:k[a-f]{2,4})(?a:\w{1,3})",
+    r"(?s:.){1,5}",
+    r'"[^"\\]{0,8}(?:\\["\\]){0,2}"',
+    r"\-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+\-]?[0-9]+)?(?![0-9.eE+\-])",
+    r"(?:[ \t]{1,4}|[ \t]{0,4}(?:\r?\n|\r)[ \t]{0,64})(?![ \t\n\r])",
+    r'"(?:[^"\\]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})){0,20}"',
+    r"(?:é|ǅ|😀){2,3}\w",
+]
+"""Counted repeats of every shape (lazy, nested, unbounded after a minimum, empty or nullable
+bodies), bodies holding lookaheads, lookbehinds and \\b (those are compiled per copy), flags."""
+
+
+def program_of(prog: Program, terms) -> tuple:
+    """Everything compilation produced, in a comparable form."""
+    return (prog.kind, prog.a, prog.b, prog.c, prog.d, [id(bc) for bc in prog.classes],
+            prog.look_starts, prog.n_reps,
+            [(t.name, t.pattern, t.start, t.tracker_starts, t.word_slots, t.classes) for t in terms])
+
+
+def compile_all(terminals, copy_blocks: bool, max_nodes: int = 200_000):
+    """The whole program of ``terminals``, or the error (type and message) compiling raised."""
+    prog = Program(max_nodes, copy_blocks=copy_blocks)
+    try:
+        terms = [prog.add_terminal(name, pattern) for name, pattern in terminals]
+    except GlrmaskError as e:
+        return type(e).__name__, str(e)
+    return program_of(prog, terms)
+
+
+def sample_terminals() -> list[list[tuple[str, str]]]:
+    out = []
+    for line in SAMPLE.read_text(encoding="utf-8").splitlines():
+        try:
+            g, _ = lower_json_schema_ir(json.loads(line)["schema"])
+        except GlrmaskError:
+            continue
+        out.append([(t.name, t.pattern) for t in normalize(g).terminals.values()])
+    return out
+
+
+@pytest.fixture(scope="module")
+def sample() -> list[list[tuple[str, str]]]:
+    return sample_terminals()
+
+
+# ---------------------------------------------------------------- identical programs
+@pytest.mark.parametrize("pattern", TRICKY)
+def test_copied_repeat_bodies_equal_compiled_ones(pattern):
+    assert compile_all([("T", pattern)], True) == compile_all([("T", pattern)], False)
+
+
+@pytest.mark.parametrize("pattern", TRICKY)
+def test_a_cached_terminal_equals_a_fresh_compile_at_another_offset(pattern):
+    # a terminal before it shifts pcs, lookahead ids, repeat ids and class ids
+    before = [("FIRST", r"(?=q)[q-t]{1,3}(?!z)"), ("SECOND", r"\d+(?<=5)")]
+    clear_terminal_cache()
+    Lexer([("T", pattern)])  # now cached at offset 0
+    cached = compile_all(before + [("T2", pattern)], True)
+    assert cached == compile_all(before + [("T2", pattern)], False)
+
+
+def test_the_same_pattern_twice_in_one_lexer_compiles_twice_alike():
+    terms = [("A", TRICKY[2]), ("B", TRICKY[9]), ("C", TRICKY[2]), ("D", TRICKY[9])]
+    clear_terminal_cache()
+    assert compile_all(terms, True) == compile_all(terms, False)
+
+
+def test_sample_programs_equal_the_reference_compile(sample):
+    for terminals in sample:
+        reference = compile_all(terminals, False)
+        clear_terminal_cache()
+        assert compile_all(terminals, True) == reference  # block copies, terminals compiled
+        assert compile_all(terminals, True) == reference  # terminals from the cache
+
+
+def test_the_lexer_builds_the_reference_program(sample):
+    terminals = max(sample, key=len)
+    lx = Lexer(terminals)
+    assert program_of(lx.prog, lx.terms) == compile_all(terminals, False)
+
+
+# ---------------------------------------------------------------- same errors
+@pytest.mark.parametrize("pattern", [
+    r"(", r"a{2,1}", r"(?<=a|bc)x", r"(?<!a+)x", r"a*", r"(?=a)", r"a|", r"(?:a|(?=b))",
+    r"^a*", r"(a)\1", r"a*$", r"(?:x(?<=ab)){1,3}", r"(?:ab\b){0,2}c", r"(?:\bx){1,2}",
+    "(" * 300 + "a" + ")" * 300,
+])
+def test_refused_patterns_raise_the_reference_error(pattern):
+    clear_terminal_cache()
+    fast = compile_all([("OK", "x"), ("BAD", pattern)], True)
+    assert fast == compile_all([("OK", "x"), ("BAD", pattern)], False)
+    if isinstance(fast[0], str):
+        assert fast[0] == "RegexError"
+
+
+def test_a_variable_width_lookbehind_is_refused_as_re_compile_refuses_it():
+    with pytest.raises(RegexError, match="invalid regex.*look-behind requires fixed-width"):
+        Lexer([("T", r"ab(?<=a|bc)x")])
+
+
+@pytest.mark.parametrize("pattern", [r"(?:ab|c){0,5000}d", r"a(?:[bc]d){3000}", r"[a-z]{1,70000}"])
+def test_the_instruction_budget_ends_copies_with_the_reference_error(pattern):
+    fast = compile_all([("BIG", pattern)], True, max_nodes=4_000)
+    assert fast[0] == "GrammarTooComplex" and "BIG" in fast[1] and "4000" in fast[1]
+    assert fast == compile_all([("BIG", pattern)], False, max_nodes=4_000)
+
+
+def test_copies_check_the_deadline():
+    with activate_budget({"max_seconds": 0.01}):
+        with pytest.raises(GrammarTooComplex, match="lexer NFA.*limit max_seconds"):
+            Lexer([("LONG", r"(?:[a-z]|\d){1,400000}")], max_nfa_nodes=10**7)
+
+
+def test_a_terminal_refused_under_a_small_budget_compiles_under_a_larger_one():
+    clear_terminal_cache()
+    with pytest.raises(GrammarTooComplex):
+        Lexer([("BIG", r"[a-z]{1,70000}")], max_nfa_nodes=4_000)
+    assert Lexer([("BIG", r"[a-z]{1,70000}")], max_nfa_nodes=200_000).terms[0].start > 0
+
+
+# ---------------------------------------------------------------- behaviour against re.match
+JSON_ALPHABET = ['"', "\\", "u", "0", "7", "9", "a", "F", "d", "D", "8", "-", ".", "e", "E", "+",
+                 " ", "\n", "\t", "\r", ",", ":", "{", "}", "[", "]", "/", "n", "é", "😀"]
+"""Characters JSON Schema terminals are made of (escapes, digits, hex, structure, non-ASCII)."""
+
+
+def agrees_with_re(lx: Lexer, t: int, pattern: str, rnd: random.Random, n: int) -> None:
+    for text in sample_texts(pattern, rnd, n, JSON_ALPHABET):
+        try:
+            want = re_end(pattern, text)
+        except ReTooSlow:
+            continue
+        s = Settler(lx, t)
+        s.feed(text.encode())
+        assert s.finish().end == want, (pattern, text)
+
+
+@pytest.mark.parametrize("pattern", TRICKY)
+def test_copied_terminals_match_like_re(pattern):
+    Lexer([("T", pattern)])
+    lx = Lexer([("PAD", r"(?=q)[q-t]{1,3}"), ("T", pattern)])  # T copied from the cache
+    agrees_with_re(lx, 1, pattern, random.Random(pattern), 60)
+
+
+def _check_sample_behaviour(sample, every: int) -> None:
+    rnd = random.Random(7)
+    for k, terminals in enumerate(sample[::every]):
+        try:
+            lx = Lexer(terminals)
+        except GrammarTooComplex:
+            continue
+        for t, (_name, pattern) in enumerate(terminals):
+            agrees_with_re(lx, t, pattern, rnd, 4)
+
+
+def test_sample_lexers_match_like_re(sample):
+    _check_sample_behaviour(sample, every=6)
+
+
+@pytest.mark.slow
+def test_every_sample_lexer_matches_like_re(sample):
+    _check_sample_behaviour(sample, every=1)
