@@ -195,6 +195,8 @@ class _Normalizer:
             before = rules
             rules = self.collapse_unit_cycles(rules, start)
             rules = self.break_right_recursion(rules, start)
+            if rules == before:  # nothing to collapse or break: ``before`` is clean already
+                break
             rules = self.clean(_dedupe(rules), start)
             if rules == before:
                 break

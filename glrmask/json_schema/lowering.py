@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import functools
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -186,9 +187,18 @@ def _is_schema(v: Any) -> bool:
     return isinstance(v, (dict, bool))
 
 
-def _encoded_matches(content: str, key: str) -> bool:
-    """Does the string `key` (JSON-encoded) match a content regex of :mod:`.ecma_regex`?"""
-    return re.fullmatch(content + '\\x22', json.dumps(key)[1:-1] + '"') is not None
+@functools.lru_cache(maxsize=4096)
+def _key_matcher(pattern: str) -> "re.Pattern[str]":
+    """The compiled content regex of a ``patternProperties`` pattern: lowering asks it for every
+    declared key and every layer, and translating and compiling it again each time cost more than
+    the rest of lowering on schemas with many properties."""
+    return re.compile(ecma_regex.content_regex(pattern) + '\\x22')
+
+
+def _encoded_matches(pattern: str, key: str) -> bool:
+    """Does the string `key` (JSON-encoded) match the content regex of the ECMA ``pattern``
+    (:func:`.ecma_regex.content_regex`; raises its ``PatternUnsupported``)?"""
+    return _key_matcher(pattern).fullmatch(json.dumps(key)[1:-1] + '"') is not None
 
 
 class Lowerer:
@@ -545,7 +555,7 @@ class Lowerer:
 
     def _key_matches(self, pat: str, key: str, ptr: str) -> bool:
         try:
-            return _encoded_matches(ecma_regex.content_regex(pat), key)
+            return _encoded_matches(pat, key)
         except ecma_regex.PatternUnsupported:
             return False  # reported where the pattern's key terminal is built
 

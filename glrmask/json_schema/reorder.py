@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ecma_regex import PatternUnsupported, content_regex
+from .ecma_regex import PatternUnsupported
 from .lowering import _encoded_matches
 from .refs import RefError, SchemaRefs
 
@@ -56,7 +56,7 @@ class _Walk:
             pp = part.get('patternProperties')
             for pat, sub in (pp.items() if isinstance(pp, dict) else ()):
                 try:
-                    if _encoded_matches(content_regex(pat), key):
+                    if _encoded_matches(pat, key):
                         out.append(sub)
                 except (PatternUnsupported, TypeError):
                     continue

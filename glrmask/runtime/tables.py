@@ -189,8 +189,10 @@ def runtime_arrays_from_stored(stored: Mapping[str, np.ndarray], lexer, table, i
     return out
 
 
-def _lr_arrays(table, lr_of_lex: np.ndarray) -> dict[str, np.ndarray]:
-    """The LR table's arrays for the runtime, checked (a table read from an artifact is untrusted)."""
+def _lr_arrays(table, lr_of_lex: np.ndarray, *, check: bool = True) -> dict[str, np.ndarray]:
+    """The LR table's arrays for the runtime, checked (a table read from an artifact is untrusted;
+    ``check=False`` for a table built in this process, whose dense arrays would cost more to
+    check than the whole start of a dynamic mask)."""
     shift = np.ascontiguousarray(table.shift_table, dtype=np.int32)
     goto = np.ascontiguousarray(table.goto_table, dtype=np.int32)
     lr_n, lr_nterm = shift.shape
@@ -198,6 +200,14 @@ def _lr_arrays(table, lr_of_lex: np.ndarray) -> dict[str, np.ndarray]:
     red_rules = np.ascontiguousarray(table.reduce_rules, dtype=np.int32)
     rule_len = np.asarray(table.rule_len, dtype=np.int32)
     rule_lhs = np.asarray(table.rule_lhs, dtype=np.int32)
+    if check:
+        _check_lr(table, shift, goto, red_off, red_rules, rule_len, rule_lhs, lr_of_lex)
+    return {"shift": shift, "goto": goto, "red_off": red_off, "red_rules": red_rules, "rule_len": rule_len,
+            "rule_lhs": rule_lhs, "end_id": np.int64(table.end_id), "lr_start": np.int64(table.start_state)}
+
+
+def _check_lr(table, shift, goto, red_off, red_rules, rule_len, rule_lhs, lr_of_lex) -> None:
+    lr_n, lr_nterm = shift.shape
     _in_range(shift, -1, lr_n, "LR shift")
     _in_range(goto, -1, lr_n, "LR goto")
     if goto.shape[0] != lr_n:
@@ -209,8 +219,6 @@ def _lr_arrays(table, lr_of_lex: np.ndarray) -> dict[str, np.ndarray]:
     _in_range(lr_of_lex, -1, lr_nterm, "terminal map")
     if not 0 <= table.start_state < lr_n or not 0 <= table.end_id < lr_nterm:
         raise ArtifactError("runtime: LR start state or end terminal out of range")
-    return {"shift": shift, "goto": goto, "red_off": red_off, "red_rules": red_rules, "rule_len": rule_len,
-            "rule_lhs": rule_lhs, "end_id": np.int64(table.end_id), "lr_start": np.int64(table.start_state)}
 
 
 def _terminal_maps(names: Sequence[str], table, ignore: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -261,7 +269,7 @@ def dynamic_arrays(lexer, table, ignore: Sequence[str], vocab, eos_ids: Sequence
         "futures": np.zeros((1, fut_words), dtype=np.uint64), "cond_trans": np.zeros((2, 256), dtype=np.int32),
         "cond_at_end": np.asarray([1, 0], dtype=np.uint8), "cond_sat": np.asarray([1, 0], dtype=np.uint8),
         "lr_of_lex": lr_of_lex, "lex_ignored": lex_ignored,
-        **_lr_arrays(table, lr_of_lex),
+        **_lr_arrays(table, lr_of_lex, check=False),
         **_allowed_arrays(table, lr_of_lex, lex_ignored, fut_words),
         "root_of_lex": np.full(1, -1, dtype=np.int32), "start_accept": none, "start_state": none,
         "edge_ptr": np.zeros(1, dtype=np.int32), "edge_label": none, "edge_target": none, "edge_accept": none,
