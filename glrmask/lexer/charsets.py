@@ -292,7 +292,7 @@ class ByteClass:
     continuation bytes to read and the set of 6k-bit suffix values still accepted.
     """
 
-    __slots__ = ("cps", "_keys", "_ids", "_trans", "_cont_keys", "_signature")
+    __slots__ = ("cps", "_keys", "_ids", "_trans", "_cont_keys", "_signature", "_rows")
 
     def __init__(self, cps: Intervals):
         self.cps = cps
@@ -301,6 +301,7 @@ class ByteClass:
         self._trans: list[dict[int, int]] = [{}]
         self._cont_keys: tuple | None = None
         self._signature = None
+        self._rows: dict[bool, tuple[int, ...]] = {}
 
     def byte_signature(self):
         """``int64[256]``: equal entries for two bytes iff the class never tells them apart
@@ -329,6 +330,18 @@ class ByteClass:
             sig.setflags(write=False)
             self._signature = sig
         return self._signature
+
+    def signature_row(self, ascii_only: bool) -> tuple[int, ...]:
+        """:meth:`byte_signature` as a tuple of ints (``ascii_only``: its 128 ASCII entries
+        only, for a set of classes none of which holds a non-ASCII code point, where every
+        other byte dies everywhere). Cached: byte groups are computed for every new set of
+        classes, and reading a numpy row back into Python ints each time costs more than the
+        grouping itself."""
+        row = self._rows.get(ascii_only)
+        if row is None:
+            sig = self.byte_signature().tolist()
+            row = self._rows[ascii_only] = tuple(sig[:0x80] if ascii_only else sig)
+        return row
 
     def continuation_keys(self) -> tuple:
         """For each continuation byte ``0x80 + i``, a value equal for two such bytes iff the

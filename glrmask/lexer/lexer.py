@@ -95,16 +95,12 @@ class Lexer:
         # a keyword literal has a handful of groups where the whole grammar has a hundred.
         self._gid: list[list[int]] = []  # terminal -> byte -> group
         self._grep: list[tuple[int, ...]] = []  # terminal -> group -> representative byte
+        # (byte -> group lists are shared by every lexer whose terminal has the same classes)
         by_classes: dict[tuple[int, ...], tuple[list[int], tuple[int, ...]]] = {}
         for term in self.terms:
             hit = by_classes.get(term.classes)
             if hit is None:
-                gid = [0] * 256
-                groups = self.prog.byte_groups(term.classes)
-                for k, g in enumerate(groups):
-                    for b in g:
-                        gid[b] = k
-                hit = by_classes[term.classes] = (gid, tuple(g[0] for g in groups))
+                hit = by_classes[term.classes] = self.prog.byte_partition(term.classes)
             self._gid.append(hit[0])
             self._grep.append(hit[1])
         # joint states step alike on the bytes that every live lane's partition puts together:

@@ -32,8 +32,6 @@ from dataclasses import dataclass, field
 from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 
-import numpy as np
-
 from glrmask.budget import current_budget
 from glrmask.errors import GrammarTooComplex, RegexError
 
@@ -144,15 +142,24 @@ class Program:
 
         The answer depends only on the set of classes, hence a cache shared by all programs
         (keyed by the classes' ids; an entry keeps its classes alive, so no id is reused)."""
+        return self._partition(classes).groups
+
+    def byte_partition(self, classes=None) -> tuple[list[int], tuple[int, ...]]:
+        """:meth:`byte_groups` as ``(group of each byte, representative of each group)``.
+        The list is shared by every caller with the same classes: read it, never change it."""
+        part = self._partition(classes)
+        return part.group_of, part.representatives
+
+    def _partition(self, classes) -> "_Partition":
         classes = self.classes if classes is None else [self.classes[c] for c in classes]
         key = frozenset(map(id, classes))
         hit = _BYTE_GROUPS.get(key)
         if hit is None:
-            hit = (_byte_groups(classes), tuple(classes))
+            hit = _Partition(classes)
             if len(_BYTE_GROUPS) >= _BYTE_GROUPS_MAX:
                 _BYTE_GROUPS.clear()
             _BYTE_GROUPS[key] = hit
-        return hit[0]
+        return hit
 
 
     # -- byte stepping of waiting instructions ----------------------------------------------
@@ -587,18 +594,38 @@ def _byte_groups(classes: list[ByteClass]) -> tuple[tuple[int, ...], ...]:
     """:meth:`Program.byte_groups` of a list of classes (uncached)."""
     if not classes:
         return (tuple(range(256)),)
-    non_ascii = any(hi >= 0x80 for bc in classes for _lo, hi in bc.cps)
-    rows = np.stack([bc.byte_signature() for bc in classes])
-    if not non_ascii:
-        rows = rows.copy()
-        rows[:, 0x80:] = -1  # every byte above 0x7F dies everywhere
+    # intervals are sorted: a class holds a non-ASCII code point iff its last one is
+    ascii_only = not any(bc.cps and bc.cps[-1][1] >= 0x80 for bc in classes)
+    rows = [bc.signature_row(ascii_only) for bc in classes]
     groups: dict[tuple, list[int]] = {}
-    for b, column in enumerate(zip(*rows.tolist())):  # a few classes: cheaper than np.unique
+    for b, column in enumerate(zip(*rows)):  # a few classes: cheaper than np.unique
         groups.setdefault(column, []).append(b)
-    return tuple(tuple(g) for g in groups.values())
+    out = tuple(tuple(g) for g in groups.values())
+    if ascii_only:  # every byte above 0x7F dies everywhere: one group, after the ASCII ones
+        out += (_HIGH_BYTES,)
+    return out
 
 
-_BYTE_GROUPS: dict[frozenset[int], tuple[tuple[tuple[int, ...], ...], tuple[ByteClass, ...]]] = {}
+_HIGH_BYTES = tuple(range(0x80, 0x100))
+
+
+class _Partition:
+    """The byte groups of a set of classes, in the forms their users read (the classes are
+    kept alive with it, so that no ``id`` in its cache key is reused)."""
+
+    __slots__ = ("classes", "groups", "group_of", "representatives")
+
+    def __init__(self, classes: list[ByteClass]):
+        self.classes = tuple(classes)
+        self.groups = _byte_groups(classes)
+        self.group_of = [0] * 256
+        for k, g in enumerate(self.groups):
+            for b in g:
+                self.group_of[b] = k
+        self.representatives = tuple(g[0] for g in self.groups)
+
+
+_BYTE_GROUPS: dict[frozenset[int], _Partition] = {}
 _BYTE_GROUPS_MAX = 8192
 """Byte groups by set of class ids (``id`` of the process-wide ByteClass objects); emptied
 when full (an entry is a few hundred bytes)."""
@@ -805,7 +832,9 @@ class _Compiler:
         rep = p.n_reps
         p.n_reps += 1
         bmin = self.width(body) if self.track_mb else 0
-        copy = _BodyCopies(self, body, flags, inside)
+        checks = 0 if hi is C.MAXREPEAT else hi - lo  # REP_CHECKs made after the first copy
+        copies = (1 if hi is C.MAXREPEAT else hi - lo) + lo
+        copy = _BodyCopies(self, body, flags, inside, copies, checks)
         if hi is C.MAXREPEAT:
             check = p._new(REP_CHECK, rep, None, nxt, greedy)
             p.b[check] = copy(check, mb + lo * bmin)
@@ -905,16 +934,22 @@ class _BodyCopies:
     lookaround or ``\\b``, whose compile depends on what precedes it (its minimum width) and
     on caches the first copy fills."""
 
-    __slots__ = ("comp", "body", "flags", "inside", "block", "entry", "tried")
+    __slots__ = ("comp", "body", "flags", "inside", "block", "entry", "tried", "copies", "checks")
 
-    def __init__(self, comp: _Compiler, body, flags: int, inside: str | None):
+    def __init__(self, comp: _Compiler, body, flags: int, inside: str | None, copies: int,
+                 checks: int):
+        """``copies`` of the body will be asked for, and the repeat makes ``checks``
+        REP_CHECKs and one REP_ENTER after the first copy."""
         self.comp = comp
         self.body = body
         self.flags = flags
         self.inside = inside
         self.block: _Block | None = None
         self.entry = 0  # the first copy's entry, relative to its block (-1: its continuation)
-        self.tried = False
+        self.copies = copies
+        self.checks = checks
+        # True: compile every copy (a few copies of a small body cost less than taking one)
+        self.tried = not (copies > _MIN_COPIES_TO_STAMP and comp.p.copy_blocks)
 
     def __call__(self, cont: int, mb: int) -> int:
         """A copy of the body continuing with ``cont`` (``mb`` characters certainly read before
@@ -928,13 +963,22 @@ class _BodyCopies:
         rep0 = p.n_reps
         look0 = len(p.look_starts)
         entry = self.comp.seq(self.body, self.flags, cont, mb, self.inside)
-        if not self.tried and p.copy_blocks:
+        if not self.tried:
             self.tried = True
             if len(p.look_starts) == look0 and not any(
                     k in _ASSERTION_KINDS for k in p.kind[base:]):
-                self.block = _Block.capture(p, base, cont, rep0, look0, False)
+                blk = self.block = _Block.capture(p, base, cont, rep0, look0, False)
                 self.entry = entry - base if entry >= base else -1
+                # the copies to come have a known size: when they cannot fit, fail now with the
+                # error the last instruction that fits would end in (after a deadline check)
+                total = len(p.kind) + (self.copies - 1) * blk.size + self.checks + 1
+                if total > p.max_nodes:
+                    current_budget().check(f"lexer NFA (terminal {p._budget_owner})")
+                    raise p._nodes_error()
         return entry
 
 
 _ASSERTION_KINDS = frozenset((LOOK, LB, BOUND))
+_MIN_COPIES_TO_STAMP = 3
+"""A repeat with at most this many copies of its body compiles each (``x{3}``): taking the
+block costs about what compiling a small body twice does."""
