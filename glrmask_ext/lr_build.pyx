@@ -192,12 +192,10 @@ cdef class _Items:
     cdef inline int32_t add(self, int32_t c) except -1:
         """A new item ``c`` with an empty lookahead (``c`` must be absent)."""
         cdef int32_t i = <int32_t>self.core.size()
-        cdef int64_t k
         self.stamp[c] = self.gen
         self.slot[c] = i
         self.core.push_back(c)
-        for k in range(self.W):
-            self.la.push_back(0)
+        self.la.resize(self.la.size() + self.W, 0)
         self.inh.push_back(0)
         return i
 
@@ -326,6 +324,8 @@ cdef class Automaton:
         self.work += amount
         if self.work >= _CHECK_WORK:
             self.work = 0
+            with nogil:  # let other threads (a server's decode loop) take the GIL in between
+                pass
             PyErr_CheckSignals()  # Ctrl-C stops a long build as it would the Python builder
             self.check(stage)
         return 0
@@ -464,6 +464,8 @@ cdef class Automaton:
         self.pre_len[b] = <int32_t>it.core.size()
         for i in range(<int32_t>it.core.size()):
             sm = self.pool.intern(it.row(i), W)
+            if sm >= 1 << 30:
+                raise MemoryError("LR table: more than 2**30 lookahead sets")
             self.pre_items.push_back(it.core[i])
             self.pre_items.push_back(sm << 1 | it.inh[i])
         self.pre_count += 1
@@ -762,40 +764,53 @@ cdef class Automaton:
 
     cdef tuple _export(self, int64_t n_out, vector[int32_t]& by_order, vector[int32_t]& rep,
                        vector[int32_t]& cls, vector[int32_t]& order):
-        cdef int64_t T = self.T, n_nt = self.n_nt, i, s, k, x, tgt, pos = 0, total = 0, cell, t
-        cdef cnp.ndarray shift = np.full((n_out, T), -1, dtype=np.int32)
-        cdef cnp.ndarray goto = np.full((n_out, n_nt), -1, dtype=np.int32)
-        cdef int32_t* sp = <int32_t*>cnp.PyArray_DATA(shift)
-        cdef int32_t* gp = <int32_t*>cnp.PyArray_DATA(goto)
-        cdef cnp.ndarray offsets, flat
-        cdef int32_t* op
-        cdef int32_t* fp
+        """The dense arrays of the states ``rep[by_order[i]]`` as rows ``i``, targets through
+        ``order[cls[...]]``. Written once each, without the GIL (for the largest schemas this
+        is hundreds of MB, most of the build)."""
+        cdef int64_t T = self.T, n_nt = self.n_nt, i, s, k, x, tgt, pos = 0, total = 0, t, kend
+        cdef const uint64_t* tr = self.tr.data()
+        cdef const uint64_t* rd = self.rd.data()
+        cdef const int64_t* tr_off = self.tr_off.data()
+        cdef const int64_t* rd_off = self.rd_off.data()
+        cdef const int32_t* rp = rep.data()
+        cdef const int32_t* bo = by_order.data()
+        cdef const int32_t* cl = cls.data()
+        cdef const int32_t* od = order.data()
         for i in range(n_out):
-            s = rep[by_order[i]]
-            total += self.rd_off[s + 1] - self.rd_off[s]
-            for k in range(self.tr_off[s], self.tr_off[s + 1]):
-                x = <int64_t>(self.tr[k] >> 32)
-                tgt = order[cls[<int64_t>(self.tr[k] & 0xffffffffULL)]]
-                if x < T:
-                    sp[i * T + x] = <int32_t>tgt
-                else:
-                    gp[i * n_nt + x - T] = <int32_t>tgt
+            s = rp[bo[i]]
+            total += rd_off[s + 1] - rd_off[s]
         if n_out * T + 1 > 0x7fffffff or total > 0x7fffffff:
             raise GrammarTooComplex("LR table: the action table exceeds 2**31 cells (int32 offsets)")
-        offsets = np.empty(n_out * T + 1, dtype=np.int32)
-        flat = np.empty(total, dtype=np.int32)
-        op = <int32_t*>cnp.PyArray_DATA(offsets)
-        fp = <int32_t*>cnp.PyArray_DATA(flat)
-        for i in range(n_out):
-            s = rep[by_order[i]]
-            k = self.rd_off[s]
-            for t in range(T):
-                op[i * T + t] = <int32_t>pos
-                while k < self.rd_off[s + 1] and <int64_t>(self.rd[k] >> 32) == t:
-                    fp[pos] = <int32_t>(self.rd[k] & 0xffffffffULL)
-                    pos += 1
-                    k += 1
-        op[n_out * T] = <int32_t>pos
+        cdef cnp.ndarray shift = np.empty((n_out, T), dtype=np.int32)
+        cdef cnp.ndarray goto = np.empty((n_out, n_nt), dtype=np.int32)
+        cdef cnp.ndarray offsets = np.empty(n_out * T + 1, dtype=np.int32)
+        cdef cnp.ndarray flat = np.empty(total, dtype=np.int32)
+        cdef int32_t* sp = <int32_t*>cnp.PyArray_DATA(shift)
+        cdef int32_t* gp = <int32_t*>cnp.PyArray_DATA(goto)
+        cdef int32_t* op = <int32_t*>cnp.PyArray_DATA(offsets)
+        cdef int32_t* fp = <int32_t*>cnp.PyArray_DATA(flat)
+        with nogil:
+            # -1 everywhere (all bytes 0xff): memset runs at memory speed, numpy's fill loop does not
+            memset(sp, 0xff, <size_t>(n_out * T) * 4)
+            memset(gp, 0xff, <size_t>(n_out * n_nt) * 4)
+            for i in range(n_out):
+                s = rp[bo[i]]
+                for k in range(tr_off[s], tr_off[s + 1]):
+                    x = <int64_t>(tr[k] >> 32)
+                    tgt = od[cl[<int64_t>(tr[k] & 0xffffffffULL)]]
+                    if x < T:
+                        sp[i * T + x] = <int32_t>tgt
+                    else:
+                        gp[i * n_nt + x - T] = <int32_t>tgt
+                k = rd_off[s]
+                kend = rd_off[s + 1]
+                for t in range(T):
+                    op[i * T + t] = <int32_t>pos
+                    while k < kend and <int64_t>(rd[k] >> 32) == t:
+                        fp[pos] = <int32_t>(rd[k] & 0xffffffffULL)
+                        pos += 1
+                        k += 1
+            op[n_out * T] = <int32_t>pos
         return shift, goto, offsets, flat
 
     cdef int32_t _partition(self, vector[int32_t]& cls) except -1:
@@ -886,8 +901,12 @@ cdef class Automaton:
                         continue  # the block is unchanged, or this part keeps its id
                 g_new[g] = n_cls
                 n_cls += 1
-                size.push_back(g_size[g])
-                size[b] -= g_size[g]
+            for g in range(n_grp):  # sizes only now: the decisions above compare the old ones
+                if g_new[g] >= 0:
+                    size.push_back(g_size[g])
+                    size[g_block[g]] -= g_size[g]
+            if n_cls > n:  # classes are never empty; the arrays below are sized by n
+                raise AssertionError("LR table: the partition refinement emptied a class")
             changed.clear()
             for i in range(<int64_t>cand.size()):
                 e = g_new[grp[i]]
@@ -896,10 +915,6 @@ cdef class Automaton:
                     changed.push_back(cand[i])
             if not changed.size():
                 break
-            b_stamp.resize(n_cls, 0)
-            b_total.resize(n_cls, 0)
-            b_ngroups.resize(n_cls, 0)
-            b_best.resize(n_cls, 0)
             cand.clear()
             for i in range(<int64_t>changed.size()):
                 s = changed[i]

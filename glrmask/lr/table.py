@@ -109,7 +109,7 @@ class LRTable:
     goto_table: np.ndarray
     reduce_offsets: np.ndarray
     reduce_rules: np.ndarray
-    rows: list[list[Action]] = field(repr=False)
+    rows: "_ArrayRows | list[list[Action]]" = field(repr=False)
     ignored_terminals: frozenset[int] = frozenset()
     notes: list[str] = field(default_factory=list)
     method: str = "lr1"
