@@ -3207,3 +3207,58 @@ cdef class CommitBatch(_Batch):
             elif self.jobs[i].code == R_MISSING:
                 rv[i] = 2
         return res
+
+
+def next_terminal_sets(const int32_t[:, ::1] shift, const int32_t[::1] red_off, const int32_t[::1] lr_of_lex,
+                       const uint8_t[::1] lex_ignored, int fw):
+    """``(act_lex, follow_lex)`` of :func:`glrmask.runtime.tables.next_terminal_arrays`, in one
+    pass in C over the LR table (numpy's dense temporaries cost more than a small schema's whole
+    start). ``shift`` values must lie in ``[-1, n_states)`` (a table built in this process)."""
+    cdef Py_ssize_t n = shift.shape[0], T = shift.shape[1], L = lr_of_lex.shape[0], s, a, j, w
+    cdef int32_t tgt, lr
+    if red_off.shape[0] != n * T + 1 or lex_ignored.shape[0] != L or fw * 64 < L:
+        raise ValueError("next_terminal_sets: inconsistent shapes")
+    ptr_a = np.zeros(T + 1, dtype=np.int64)
+    cdef int64_t[::1] ptr = ptr_a
+    for j in range(L):
+        lr = lr_of_lex[j]
+        if 0 <= lr < T:
+            ptr[lr + 1] += 1
+    for a in range(T):
+        ptr[a + 1] += ptr[a]
+    lex_a = np.zeros(max(ptr[T], 1), dtype=np.int32)
+    cdef int32_t[::1] lex = lex_a
+    fill_a = ptr_a[:T].copy()
+    cdef int64_t[::1] at = fill_a
+    for j in range(L):
+        lr = lr_of_lex[j]
+        if 0 <= lr < T:
+            lex[at[lr]] = <int32_t>j
+            at[lr] += 1
+    ign_a = np.zeros(fw, dtype=np.uint64)
+    cdef uint64_t[::1] ign = ign_a
+    for j in range(L):
+        if lex_ignored[j]:
+            ign[j >> 6] |= (<uint64_t>1) << (j & 63)
+    act_a = np.zeros((n, fw), dtype=np.uint64)
+    follow_a = np.zeros((T, fw), dtype=np.uint64)
+    cdef uint64_t[:, ::1] act = act_a
+    cdef uint64_t[:, ::1] follow = follow_a
+    with nogil:
+        for s in range(n):
+            for w in range(fw):
+                act[s, w] = ign[w]
+            for a in range(T):
+                if shift[s, a] >= 0 or red_off[s * T + a + 1] > red_off[s * T + a]:
+                    for j in range(ptr[a], ptr[a + 1]):
+                        act[s, lex[j] >> 6] |= (<uint64_t>1) << (lex[j] & 63)
+        for s in range(n):
+            for a in range(T):
+                tgt = shift[s, a]
+                if 0 <= tgt < n:
+                    for w in range(fw):
+                        follow[a, w] |= act[tgt, w]
+        for a in range(T):
+            for w in range(fw):
+                follow[a, w] |= ign[w]
+    return act_a, follow_a

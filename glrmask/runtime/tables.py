@@ -228,7 +228,7 @@ def _terminal_maps(names: Sequence[str], table, ignore: Sequence[str]) -> tuple[
     return lr_of_lex, np.asarray([n in ignored for n in names], dtype=np.uint8)
 
 
-def _allowed_arrays(table, lr_of_lex: np.ndarray, lex_ignored: np.ndarray, fut_words: int) -> dict[str, np.ndarray]:
+def next_terminal_arrays(table, lr_of_lex: np.ndarray, lex_ignored: np.ndarray, fut_words: int) -> dict[str, np.ndarray]:
     """Which lexer terminals can come next, as bitsets of ``fut_words`` words (ignored terminals
     always among them): ``act_lex[s]``, those with an action (shift or reduce) in LR state ``s``
     — a superset of what stacks topped by ``s`` can shift, since a reduction needs the lookahead;
@@ -238,20 +238,13 @@ def _allowed_arrays(table, lr_of_lex: np.ndarray, lex_ignored: np.ndarray, fut_w
     holds only terminals that cannot follow the terminal before it is rejected by every stack, so
     those lanes are dropped while the memo is built instead of being walked (and their lexer
     states explored) to the end of every token."""
-    shift = np.asarray(table.shift_table)
-    n, n_lr = shift.shape
-    counts = np.diff(np.asarray(table.reduce_offsets, dtype=np.int64)).reshape(n, n_lr)
-    has = (shift >= 0) | (counts > 0)
-    lex_ids = np.flatnonzero(lr_of_lex >= 0)
-    act = np.zeros((n, fut_words * 64), dtype=bool)
-    act[:, lex_ids] = has[:, lr_of_lex[lex_ids]]
-    act[:, np.flatnonzero(lex_ignored)] = True
-    act_w = np.ascontiguousarray(np.packbits(act, axis=1, bitorder="little")).view("<u8").astype(np.uint64)
-    src, term = np.nonzero(shift >= 0)
-    pairs = np.unique(term.astype(np.int64) * n + shift[src, term], return_index=False)
-    follow_w = np.zeros((n_lr, fut_words), dtype=np.uint64)
-    np.bitwise_or.at(follow_w, pairs // n, act_w[pairs % n])
-    return {"act_lex": act_w, "follow_lex": follow_w}
+    from glrmask_ext.runtime import next_terminal_sets
+
+    act, follow = next_terminal_sets(np.ascontiguousarray(table.shift_table, dtype=np.int32),
+                                     np.ascontiguousarray(table.reduce_offsets, dtype=np.int32),
+                                     np.ascontiguousarray(lr_of_lex, dtype=np.int32),
+                                     np.ascontiguousarray(lex_ignored, dtype=np.uint8), fut_words)
+    return {"act_lex": act, "follow_lex": follow}
 
 
 def dynamic_arrays(lexer, table, ignore: Sequence[str], vocab, eos_ids: Sequence[int]) -> dict[str, np.ndarray]:
@@ -270,7 +263,7 @@ def dynamic_arrays(lexer, table, ignore: Sequence[str], vocab, eos_ids: Sequence
         "cond_at_end": np.asarray([1, 0], dtype=np.uint8), "cond_sat": np.asarray([1, 0], dtype=np.uint8),
         "lr_of_lex": lr_of_lex, "lex_ignored": lex_ignored,
         **_lr_arrays(table, lr_of_lex, check=False),
-        **_allowed_arrays(table, lr_of_lex, lex_ignored, fut_words),
+        **next_terminal_arrays(table, lr_of_lex, lex_ignored, fut_words),
         "root_of_lex": np.full(1, -1, dtype=np.int32), "start_accept": none, "start_state": none,
         "edge_ptr": np.zeros(1, dtype=np.int32), "edge_label": none, "edge_target": none, "edge_accept": none,
         "default_target": none, "default_accept": none, "weights": np.zeros((0, 1), dtype=np.uint64),
