@@ -117,3 +117,22 @@ def test_futures_empty_once_match_cannot_grow():
     lx = Lexer([("T", r"ab?")])
     s, _ = lx.scan(lx.initial, b"ab")
     assert s == lx.DEAD and lx.futures(s) == frozenset()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(plain, texts)
+def test_every_live_lane_of_a_lookaround_free_terminal_has_a_future(pattern, prefix):
+    """Without lookarounds every live lane can still end a match (futures answers without a
+    search): a witness continuation exists and ``re.match`` agrees with it."""
+    assume(not any(a in pattern for a in ("(?=", "(?!", "(?<", "\\b", "\\B")))
+    pattern, lx = _compile(pattern)
+    state, _ = lx.scan(lx.initial, prefix.encode())
+    assume(state >= 0)
+    assert 0 in lx.futures(state)
+    witness = _lexer_witness(lx, state, 5)
+    assert witness is not None
+    try:
+        end = re_end(pattern, prefix + witness)
+    except ReTooSlow:
+        assume(False)
+    assert end is not None and end > len(prefix.encode()), witness

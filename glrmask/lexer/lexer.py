@@ -133,6 +133,7 @@ class Lexer:
         self._ts_total = 0
         self._n_trans = 0  # memoized byte transitions (joint and lane), see _transition_added
         self._ts_future: list[dict[int, bool]] = [{} for _ in range(n)]
+        self._plain_terms: dict[int, bool] = {}
         # conditions
         self._conds: list[tuple | None] = [None, None]
         self._cond_ids: dict[tuple, int] = {}
@@ -750,7 +751,45 @@ class Lexer:
         self._transition_added()
         return res
 
+    def always_has_future(self, t: int) -> bool:
+        """Whether terminal ``t`` reads no lookaround and no ``\\b``, and every character class
+        it reads holds a character. Then each of its live lanes has a future without a search:
+        every thread's path goes on to the terminal's match end (instructions are compiled
+        toward it), the first thread to get there — or a higher-priority one, whose match end
+        would cut it — reports an event, and that event's condition ("the entries ahead fail")
+        holds at the end of the text. Keys and strings with many escape forms would otherwise
+        cost a search of their whole lane automaton each (milliseconds on a new schema)."""
+        hit = self._plain_terms.get(t)
+        if hit is None:
+            prog = self.prog
+            kind, a, b, c = prog.kind, prog.a, prog.b, prog.c
+            hit = not self.terms[t].tracker_starts and all(_encodable(prog.classes[k].cps) for k in self.terms[t].classes)
+            seen: set[int] = set()
+            stack = [self.terms[t].start]
+            while stack and hit:
+                pc = stack.pop()
+                if pc in seen:
+                    continue
+                seen.add(pc)
+                k = kind[pc]
+                if k in (LOOK, LB, BOUND):
+                    hit = False
+                elif k == CHAR:
+                    stack.append(b[pc])
+                elif k == MID:
+                    stack.append(c[pc])
+                elif k == SPLIT:
+                    stack.extend(a[pc])
+                elif k == REP_ENTER:
+                    stack.append(b[pc])
+                elif k == REP_CHECK:
+                    stack.extend((b[pc], c[pc]))
+            self._plain_terms[t] = hit
+        return hit
+
     def _lane_future(self, t: int, ts: int) -> bool:
+        if self.always_has_future(t):
+            return True
         memo = self._ts_future[t]
         hit = memo.get(ts)
         if hit is not None:
@@ -841,6 +880,11 @@ class Lexer:
                     return self.FALSE  # a higher-priority thread matched unconditionally
                 new.append((q, qcs))
         return self._make_cond(t, tr2, new, own2)
+
+
+def _encodable(cps) -> bool:
+    """Whether a code point set holds a character UTF-8 can encode (one that is not a surrogate)."""
+    return any(lo < 0xD800 or hi > 0xDFFF for lo, hi in cps)
 
 
 def scan_with(step, state: int, data: bytes) -> tuple[int, list[tuple[int, int, int]]]:

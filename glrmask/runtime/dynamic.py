@@ -93,9 +93,13 @@ class LexerExplorer:
                     nat.set_step(a, self._groups[self._group_of[b]], q2, np.asarray(flat, dtype=np.int32))
                 elif kind == self.M_ALIVE:
                     words = np.zeros(self.fut_words, dtype=np.uint64)
-                    for term in lexer.alive_terminals(a):
+                    alive = lexer.alive_terminals(a)
+                    for term in alive:
                         words[term >> 6] |= np.uint64(1 << (term & 63))
                     nat.set_alive(a, words)
+                    for term in alive:  # answered now: no round trip per terminal later
+                        if lexer.always_has_future(term):
+                            nat.set_future(a, term, True)
                 elif kind == self.M_FUTURE:
                     nat.set_future(a, b, lexer.has_future(a, b))
                 elif kind == self.M_COND_STEP:
