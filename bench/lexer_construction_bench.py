@@ -18,7 +18,9 @@ wall time (construction is single-threaded and does no I/O). ``--save FILE`` wri
 a fingerprint of the whole compiled program (every instruction, class, lookahead start, repeat
 count, terminal program, byte groups and the initial lexer state) or the error's type and
 message; ``--check FILE`` compares against such a file, so an optimization of the compiler can
-prove it builds the very same programs (and raises the same errors) on the sample.
+prove it builds the very same programs (and raises the same errors) on the sample. Both run
+under ``PYTHONHASHSEED=0`` (the script re-executes itself so): the JSON Schema lowering orders
+some alternatives by set iteration, so a terminal's pattern can differ between processes.
 
     python bench/lexer_construction_bench.py --per-split 5 --save bench/results/lexer_programs.json
     python bench/lexer_construction_bench.py --per-split 5 --check bench/results/lexer_programs.json
@@ -30,6 +32,7 @@ import gzip
 import hashlib
 import json
 import multiprocessing as mp
+import os
 import sys
 import time
 from pathlib import Path
@@ -123,6 +126,8 @@ def main() -> None:
     ap.add_argument("--check", type=Path, help="compare the fingerprints with this file")
     ap.add_argument("--slowest", type=int, default=5, help="list this many slowest schemas")
     args = ap.parse_args()
+    if (args.save or args.check) and os.environ.get("PYTHONHASHSEED") != "0":
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
 
     t = time.perf_counter()
     sample = load_terminals(args.per_split)

@@ -437,3 +437,17 @@ def byte_class(cps: Intervals) -> ByteClass:
     if bc is None:
         bc = _BYTECLASS_CACHE[cps] = ByteClass(cps)
     return bc
+
+
+_NODE_CLASS_CACHE: dict = {}
+
+
+def node_class(op, av, flags: int) -> ByteClass:
+    """``byte_class(node_set(op, av, flags))`` in one lookup: a compile asks it of every
+    single-character node, and most nodes (literals above all) recur across patterns."""
+    rel = flags & (FLAG_IGNORECASE | FLAG_DOTALL | FLAG_ASCII)
+    key = _node_key(op, av, rel)
+    bc = _NODE_CLASS_CACHE.get(key)
+    if bc is None:
+        bc = _NODE_CLASS_CACHE[key] = byte_class(node_set(op, av, flags))
+    return bc

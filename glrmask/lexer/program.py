@@ -108,13 +108,7 @@ class Program:
         return len(self.kind) - 1
 
     def _class_id(self, cps: charsets.Intervals) -> int:
-        bc = charsets.byte_class(cps)
-        cid = self._class_ids.get(id(bc))
-        if cid is None:
-            cid = len(self.classes)
-            self.classes.append(bc)
-            self._class_ids[id(bc)] = cid
-        return cid
+        return self._class_id_of(charsets.byte_class(cps))
 
     # -- bytes that no instruction tells apart ----------------------------------------------
     def byte_groups(self, classes=None) -> tuple[tuple[int, ...], ...]:
@@ -766,10 +760,33 @@ class _Compiler:
     def seq(self, items, flags: int, nxt: int, min_before: int, inside: str | None) -> int:
         items = _data(items)
         if not self.track_mb:
+            # the hot loop: single-character nodes (most of a pattern) are compiled inline
             pc = nxt
             item = self.item
+            p = self.p
+            kind, A, B, Cc, D = p.kind, p.a, p.b, p.c, p.d
+            max_nodes = p.max_nodes
+            classes = self._classes
+            rel = flags & _CLASS_FLAGS
+            IN = C.IN
             for op, av in reversed(items):
-                pc = item(op, av, flags, pc, 0, inside)
+                if op in _SINGLE_CHAR_OPS:
+                    key = (op, id(av) if op is IN else av, rel)
+                    cid = classes.get(key)
+                    if cid is None:
+                        cid = classes[key] = p._class_id_of(charsets.node_class(op, av, flags))
+                    n = len(kind)
+                    if n >= max_nodes or not n & 1023:
+                        pc = p._new(CHAR, cid, pc)
+                    else:
+                        kind.append(CHAR)
+                        A.append(cid)
+                        B.append(pc)
+                        Cc.append(None)
+                        D.append(None)
+                        pc = n
+                else:
+                    pc = item(op, av, flags, pc, 0, inside)
             return pc
         befores = []
         acc = min_before
@@ -789,7 +806,7 @@ class _Compiler:
             key = (op, id(av) if op is C.IN else av, flags & _CLASS_FLAGS)
             cid = self._classes.get(key)
             if cid is None:
-                cid = self._classes[key] = p._class_id(charsets.node_set(op, av, flags))
+                cid = self._classes[key] = p._class_id_of(charsets.node_class(op, av, flags))
             kind = p.kind
             n = len(kind)
             if n >= p.max_nodes or not n & 1023:
@@ -804,7 +821,8 @@ class _Compiler:
             _group, add_flags, del_flags, sub = av
             return self.seq(sub, (flags | add_flags) & ~del_flags, nxt, mb, inside)
         if op is C.BRANCH:
-            targets = tuple(self.seq(alt, flags, nxt, mb, inside) for alt in av[1])
+            seq = self.seq
+            targets = tuple([seq(alt, flags, nxt, mb, inside) for alt in av[1]])
             return p._new(SPLIT, targets)
         if op in (C.MAX_REPEAT, C.MIN_REPEAT):
             return self.repeat(av, op is C.MAX_REPEAT, flags, nxt, mb, inside)
