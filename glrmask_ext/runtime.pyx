@@ -249,6 +249,8 @@ ctypedef struct CLazy:
     int32_t cap_states
     int32_t cap_conds
     int32_t fut_words
+    int32_t hi_states      # states / conditions below these were ever given rows (what the
+    int32_t hi_conds       # destructor frees: the capacities are the lexer's limits, far above)
     int32_t** trans        # [cap_states] -> 256 next states (UNKNOWN, DEAD or a state)
     int32_t** evref        # [cap_states] -> 256 event-list references (-1: no events)
     uint64_t** fut         # [cap_states] -> [alive | known | future] bitsets of fut_words words each:
@@ -411,11 +413,8 @@ cdef class LazyLexer:
         self.z.ev_chunks = <int32_t**>calloc(EV_MAX_CHUNKS, sizeof(int32_t*))
         self.z.memo_budget = DEFAULT_MEMO_BYTES
         self.z.cm = <CMSlot*>calloc(CM_SLOTS, sizeof(CMSlot))
-        self.z.memo_key = <int64_t*>malloc(MEMO_SLOTS * sizeof(int64_t))
+        self.z.memo_key = <int64_t*>calloc(MEMO_SLOTS, sizeof(int64_t))  # 0: an empty slot
         self.z.memo_val = <LexMemo**>calloc(MEMO_SLOTS, sizeof(LexMemo*))
-        if self.z.memo_key != NULL:
-            for i in range(MEMO_SLOTS):
-                self.z.memo_key[i] = -1
         if (self.z.cm == NULL or self.z.memo_key == NULL or self.z.memo_val == NULL or self.z.trans == NULL or self.z.evref == NULL or self.z.fut == NULL or self.z.ctrans == NULL
                 or self.z.cinfo == NULL or self.z.ev_chunks == NULL):
             raise MemoryError("glrmask runtime: cannot allocate the dynamic lexer tables")
@@ -425,10 +424,10 @@ cdef class LazyLexer:
     def __dealloc__(self):
         cdef Py_ssize_t i
         if self.z.trans != NULL:
-            for i in range(self.z.cap_states):
+            for i in range(self.z.hi_states):
                 free(self.z.trans[i]); free(self.z.evref[i]); free(self.z.fut[i])
         if self.z.ctrans != NULL:
-            for i in range(self.z.cap_conds):
+            for i in range(self.z.hi_conds):
                 free(self.z.ctrans[i])
         if self.z.ev_chunks != NULL:
             for i in range(self.z.n_chunks):
@@ -450,12 +449,16 @@ cdef class LazyLexer:
 
             raise GrammarTooComplex(f"dynamic lexer: state {q} beyond the {self.z.cap_states} the tables hold "
                                     "(limit max_states of the lexer)")
+        if q >= self.z.hi_states:
+            self.z.hi_states = q + 1
 
     cdef void _check_cond(self, int32_t c) except *:
         if c < 0 or c >= self.z.cap_conds:
             from glrmask.errors import GrammarTooComplex
 
             raise GrammarTooComplex(f"dynamic lexer: condition {c} beyond the {self.z.cap_conds} the tables hold")
+        if c >= self.z.hi_conds:
+            self.z.hi_conds = c + 1
         if not (self.z.cinfo[c] & CI_KNOWN):
             raise ValueError(f"condition {c} is published before its verdicts (set_cond first)")
 
@@ -2357,7 +2360,7 @@ cdef inline uint64_t _memo_hash(int32_t q, int32_t c, const uint64_t* rbits, int
     cdef int32_t w
     for w in range(fw):
         h = _mix(h ^ rbits[w])
-    return h >> 1  # non-negative: -1 marks an empty slot
+    return (h >> 1) | 1  # positive: 0 marks an empty slot
 
 
 cdef LexMemo* _get_memo(const CTables* t, CFamily* f, int32_t q, int32_t c, const uint64_t* rbits,
@@ -2374,7 +2377,7 @@ cdef LexMemo* _get_memo(const CTables* t, CFamily* f, int32_t q, int32_t c, cons
     cdef int r
     for probe in range(MEMO_SLOTS):
         k = <int64_t>glr_load_u64(<const uint64_t*>&z.memo_key[j])
-        if k == -1:
+        if k == 0:
             break
         if k == <int64_t>h:
             m = <LexMemo*>glr_load_ptr(<void* const*>&z.memo_val[j])
@@ -2389,7 +2392,7 @@ cdef LexMemo* _get_memo(const CTables* t, CFamily* f, int32_t q, int32_t c, cons
     m = NULL
     j = <Py_ssize_t>(h & (MEMO_SLOTS - 1))
     for probe in range(MEMO_SLOTS):
-        if z.memo_key[j] == -1:
+        if z.memo_key[j] == 0:
             break
         if z.memo_key[j] == <int64_t>h:
             m = z.memo_val[j]
