@@ -267,9 +267,10 @@ cdef class Automaton:
     def __cinit__(self, const int32_t[::1] rule_lhs not None, const int32_t[::1] rhs_off not None,
                   const int32_t[::1] rhs not None, int64_t T, int64_t n_nt, int64_t max_closure_items,
                   object check not None):
-        cdef int64_t i, d, n, c
+        cdef int64_t i, d, n
         cdef int32_t x
-        if T < 1 or n_nt < 1 or rule_lhs.shape[0] < 1 or rhs_off.shape[0] != rule_lhs.shape[0] + 1:
+        if (T < 1 or n_nt < 1 or rule_lhs.shape[0] < 1 or rhs_off.shape[0] != rule_lhs.shape[0] + 1
+                or rhs_off[0] != 0 or rhs_off[rule_lhs.shape[0]] > rhs.shape[0]):
             raise ValueError("Automaton: inconsistent grammar arrays")
         self.T = T
         self.W = (T + 63) // 64
@@ -537,9 +538,9 @@ cdef class Automaton:
         propagated to a fixed point). False when more than ``limit`` states would be needed.
         Records every state's transitions (and, canonical, its reduces) on its first visit."""
         cdef _Items it = self.clo
-        cdef int64_t W = self.W, T = self.T, head = 0, n_done = 0, i, g, gi, n_items, n_grp, x, klen
-        cdef int64_t lo, hi, j, tlo, n_red
-        cdef int32_t s, t, c, la, old, u
+        cdef int64_t W = self.W, head = 0, n_done = 0, i, g, gi, n_items, n_grp, x, klen
+        cdef int64_t lo, hi, j, tlo
+        cdef int32_t s, t, c, la, old
         cdef uint64_t h, bits
         cdef bint first_visit, grew
         cdef vector[int32_t] work
@@ -715,7 +716,7 @@ cdef class Automaton:
         ``final`` is -1 when no state (or more than one) is the target of the ``$END`` shift: the
         grammar derives no sentence."""
         cdef int64_t n = self.n_states, s, k, final = -1, end = self.T - 1, tgt
-        cdef int64_t n_out, i, lo, hi, T = self.T, pos, t, cell
+        cdef int64_t i
         cdef vector[int32_t] cls, rep, order, by_order
         cdef int32_t n_cls
         if not self.explored:
@@ -759,8 +760,7 @@ cdef class Automaton:
                 if order[tgt] < 0:
                     order[tgt] = <int32_t>by_order.size()
                     by_order.push_back(<int32_t>tgt)
-        n_out = <int64_t>by_order.size()
-        return (0, order[cls[final]]) + self._export(n_out, by_order, rep, cls, order)
+        return (0, order[cls[final]]) + self._export(<int64_t>by_order.size(), by_order, rep, cls, order)
 
     cdef tuple _export(self, int64_t n_out, vector[int32_t]& by_order, vector[int32_t]& rep,
                        vector[int32_t]& cls, vector[int32_t]& order):
