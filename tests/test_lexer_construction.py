@@ -47,6 +47,36 @@ TRICKY = [
 bodies), bodies holding lookaheads, lookbehinds and \\b (those are compiled per copy), flags."""
 
 
+KEYS = "|".join([f"(?:{k[0]}|\\\\u00{ord(k[0]):02x}){k[1:]}" for k in
+                ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "iota", "kappa",
+                 "lambda", "omicron", "sigma", "upsilon", "omega", "aleph", "bet", "gimel")] * 3)
+GUARD = f'(?!(?:{KEYS})")'
+"""A large top-level lookahead like the JSON Schema lowering's "not a known key" guard (long
+enough to be parsed and compiled once per process, then copied)."""
+
+GUARDED = [
+    '"' + GUARD + r'[a-z\\]{1,12}"',
+    '"' + GUARD + "(?=[a-z])" + GUARD.replace("(?!", "(?=") + r'\w+"',
+    r"(x)?" + GUARD + r"[a-z]+(?<=[a-z])\b",
+    '"' + GUARD + r"(a|b)[c-f]{0,3}",
+    GUARD + "a" + GUARD + "b",
+    '"' + GUARD + "*a",
+    "a|" + GUARD + "b",
+    r"(a)" + GUARD + r"\1",
+    "(?i:a)" + GUARD + "b",
+    '"' + GUARD + "(?P<n>a)(?P<n>b)",
+    '"' + GUARD + "(?=a)",
+    '"' + GUARD + "a)",
+    '"' + GUARD + "[a",
+    '"(' + GUARD + "a",
+    '"' + GUARD + "$",
+]
+"""Patterns split around their guards (also with lookbehinds and \\b elsewhere: widths
+tracked) and patterns that must not be (a quantifier on the guard, a top-level ``|``,
+backreferences, flags, named groups) or that ``re`` refuses (the error must be the whole
+pattern's)."""
+
+
 def program_of(prog: Program, terms) -> tuple:
     """Everything compilation produced, in a comparable form."""
     return (prog.kind, prog.a, prog.b, prog.c, prog.d, [id(bc) for bc in prog.classes],
@@ -94,6 +124,26 @@ def test_a_cached_terminal_equals_a_fresh_compile_at_another_offset(pattern):
     Lexer([("T", pattern)])  # now cached at offset 0
     cached = compile_all(before + [("T2", pattern)], True)
     assert cached == compile_all(before + [("T2", pattern)], False)
+
+
+@pytest.mark.parametrize("pattern", GUARDED)
+def test_patterns_with_a_large_lookahead_compile_as_parsed_whole(pattern):
+    clear_terminal_cache()
+    reference = compile_all([("T", pattern)], False)
+    assert compile_all([("T", pattern)], True) == reference  # the guard parsed and compiled
+    clear_terminal_cache()
+    compile_all([("G", '"' + GUARD + "q")], True)  # the guard alone, at another offset
+    assert compile_all([("T", pattern)], True) == reference  # the guard's body copied
+
+
+def test_guarded_terminals_match_like_re():
+    clear_terminal_cache()
+    pattern = GUARDED[0]
+    lx = Lexer([("A", '"' + GUARD + "z"), ("T", pattern)])
+    for text in ('"alpha"', '"alphab"', '"\\u0061lpha"', '"omega\\"', '"zeta', '"q"', '"iotas"'):
+        s = Settler(lx, 1)
+        s.feed(text.encode())
+        assert s.finish().end == re_end(pattern, text), text
 
 
 def test_the_same_pattern_twice_in_one_lexer_compiles_twice_alike():

@@ -75,9 +75,10 @@ class Program:
     """All terminals' instructions in one array (pcs are global), plus lookahead bodies."""
 
     def __init__(self, max_nodes: int = 200_000, copy_blocks: bool = True):
-        """``copy_blocks=False`` compiles every terminal and every copy of a repeat's body from
-        the parse tree, ignoring the process-wide terminal cache: the reference that the copies
-        (:class:`_Block`) are tested against; the instructions are the same either way."""
+        """``copy_blocks=False`` parses every pattern whole and compiles every terminal and
+        every copy of a repeat's body from the parse tree, ignoring the process-wide caches
+        (terminals, large lookaheads): the reference that the copies (:class:`_Block`) are
+        tested against; the instructions are the same either way."""
         self.max_nodes = max_nodes
         self.copy_blocks = copy_blocks
         self.kind: list[int] = []
@@ -343,10 +344,14 @@ class Program:
             except bad as e:
                 raise RegexError(f"terminal {name!r}: invalid regex /{pattern}/: {e}") from None
         else:
-            try:
-                parsed = sre_parse.parse(pattern)
-            except bad as e:
-                raise RegexError(f"terminal {name!r}: invalid regex /{pattern}/: {e}") from None
+            parsed = (_parse_by_segments(pattern)
+                      if self.copy_blocks and len(pattern) >= _MIN_SEGMENT else None)
+            if parsed is None:
+                try:
+                    parsed = sre_parse.parse(pattern)
+                except bad as e:
+                    raise RegexError(
+                        f"terminal {name!r}: invalid regex /{pattern}/: {e}") from None
             try:
                 width, reads_behind = _shape(parsed.data)
                 settled = width > 0 and not reads_behind
@@ -579,9 +584,10 @@ characters is some 78 000 instructions)."""
 
 
 def clear_terminal_cache() -> None:
-    """Forget the compiled terminals kept by pattern (to release their memory; the next lexers
-    compile their terminals from the parse tree again)."""
+    """Forget the compiled terminals kept by pattern, and the large lookaheads kept by source
+    text (to release their memory; the next lexers parse and compile them again)."""
     _TERMINAL_CACHE.clear()
+    _SEGMENT_CACHE.clear()
 
 
 def _byte_groups(classes: list[ByteClass]) -> tuple[tuple[int, ...], ...]:
@@ -701,7 +707,154 @@ def _shape(items) -> tuple[int, bool]:
             reads = reads or av in (C.AT_BOUNDARY, C.AT_NON_BOUNDARY)
         elif op is C.GROUPREF_EXISTS:
             reads = reads or _shape(av[1])[1] or (av[2] is not None and _shape(av[2])[1])
+        # _LOOK_SEGMENT: a lookahead (width 0) whose body never reads behind
     return width, reads
+
+
+class _LookSegment:
+    """A top-level lookahead of at least :data:`_MIN_SEGMENT` characters whose body never reads
+    behind, by its source text: parsed once per process, and its body compiled once (then
+    copied). JSON Schema lowerings guard keys with one large ``(?!"(?:known|keys)")`` that
+    recurs in many terminals of a schema (and across schemas of a family): parsing and
+    compiling it is most of those terminals' cost."""
+
+    __slots__ = ("positive", "body", "block", "start", "flags")
+
+    def __init__(self, positive: bool, body: sre_parse.SubPattern):
+        self.positive = positive
+        self.body: sre_parse.SubPattern | None = body
+        self.block: _Block | None = None
+        self.start = 0  # the body's entry, relative to the block
+        self.flags = -1  # the flags the block was compiled under
+
+
+_LOOK_SEGMENT = object()
+"""The op of a parse-tree item ``(_LOOK_SEGMENT, _LookSegment)``."""
+_MIN_SEGMENT = 512
+
+_SEGMENT_TOKENS = re.compile(
+    r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|\(\?[=!]|\(\?<[=!]|\(\?[^:=!<]|\(\?<|[()|]", re.S)
+"""What the segment scanner stops at: an escape, a whole character class, the groups that
+open a lookaround, groups it does not split around (flags, names, comments, conditionals:
+then it gives up), any other parenthesis, and ``|``."""
+_NO_SEGMENTS = re.compile(r"\\[1-9]")
+"""Backreferences: their group numbers would change if the parts were parsed apart."""
+
+
+class _SegmentCache:
+    """Process-wide LRU of :class:`_LookSegment` by source text (locked: lexers are built in
+    background compile threads too)."""
+
+    def __init__(self, max_entries: int, max_chars: int):
+        self.max_entries = max_entries
+        self.max_chars = max_chars
+        self._entries: OrderedDict[str, _LookSegment] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> "_LookSegment | None":
+        with self._lock:
+            hit = self._entries.get(text)
+            if hit is not None:
+                self._entries.move_to_end(text)
+            return hit
+
+    def put(self, text: str, seg: _LookSegment) -> None:
+        with self._lock:
+            if text in self._entries:
+                return
+            self._entries[text] = seg
+            self._chars += len(text)
+            while len(self._entries) > self.max_entries or self._chars > self.max_chars:
+                gone, _ = self._entries.popitem(last=False)
+                self._chars -= len(gone)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._chars = 0
+
+
+_SEGMENT_CACHE = _SegmentCache(max_entries=512, max_chars=4_000_000)
+
+
+def _parse_by_segments(pattern: str) -> "sre_parse.SubPattern | None":
+    """The parse tree of ``pattern`` with each large top-level lookahead replaced by its
+    :class:`_LookSegment`, or None when the pattern is not split (then sre parses it whole).
+
+    Why the pieces parse to the whole's tree: without a top-level ``|``, ``re``'s parser
+    builds the top level item by item, each item from its own characters (a quantifier after
+    a lookahead, which would bind to it, is refused here), and the lookahead's body is the
+    parse of its own text. What would tie the pieces together is refused: global or scoped
+    flags, named groups, conditionals, backreferences. Capturing groups are numbered from 1
+    in each piece, which only changes numbers the compiler never reads. Any piece ``re``
+    refuses sends the whole pattern to ``re`` (for its own error message)."""
+    if "(?=" not in pattern and "(?!" not in pattern:
+        return None
+    if _NO_SEGMENTS.search(pattern):
+        return None
+    depth = 0
+    start = -1
+    cuts: list[tuple[int, int]] = []
+    for m in _SEGMENT_TOKENS.finditer(pattern):
+        tok = m.group()
+        c = tok[0]
+        if c == "\\" or c == "[":
+            continue
+        if c == "(":
+            if len(tok) > 1 and not (tok[2] in "=!" or tok[2:4] in ("<=", "<!")):
+                return None  # (?i: (?P< (?# (?( (?> ...
+            if depth == 0 and tok[2:3] in ("=", "!"):
+                start = m.start()
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth < 0:
+                return None
+            if depth == 0 and start >= 0:
+                end = m.end()
+                if end - start >= _MIN_SEGMENT:
+                    if end < len(pattern) and pattern[end] in "*+?{":
+                        return None
+                    cuts.append((start, end))
+                start = -1
+        elif depth == 0:  # "|"
+            return None
+    if depth != 0 or not cuts:
+        return None
+    data: list = []
+    pos = 0
+    try:
+        state = None
+        for a, b in cuts:
+            piece = sre_parse.parse(pattern[pos:a])  # the first one even if empty: its state
+            if state is None:
+                state = piece.state
+            elif piece.state.flags != state.flags:
+                return None
+            data.extend(piece.data)
+            text = pattern[a:b]
+            seg = _SEGMENT_CACHE.get(text)
+            if seg is None:
+                tree = sre_parse.parse(text)
+                if len(tree.data) != 1 or tree.state.flags != state.flags:
+                    return None
+                op, av = tree.data[0]
+                if op not in (C.ASSERT, C.ASSERT_NOT) or av[0] != 1 or _shape(av[1].data)[1]:
+                    return None
+                seg = _LookSegment(op is C.ASSERT, av[1])
+                _SEGMENT_CACHE.put(text, seg)
+            elif seg.flags not in (-1, state.flags):
+                return None  # compiled under other flags (never, without inline flags)
+            data.append((_LOOK_SEGMENT, seg))
+            pos = b
+        last = sre_parse.parse(pattern[pos:])
+    except (re.error, TypeError, ValueError, OverflowError, RecursionError):
+        return None
+    if last.state.flags != state.flags:
+        return None
+    data.extend(last.data)
+    return sre_parse.SubPattern(state, data)
 
 
 def _data(items):
@@ -828,6 +981,8 @@ class _Compiler:
             return self.repeat(av, op is C.MAX_REPEAT, flags, nxt, mb, inside)
         if op in (C.ASSERT, C.ASSERT_NOT):
             return self.lookaround(av, op is C.ASSERT, flags, nxt, mb, inside)
+        if op is _LOOK_SEGMENT:
+            return self.look_segment(av, flags, nxt)
         if op is C.AT:
             if av in (C.AT_BOUNDARY, C.AT_NON_BOUNDARY):
                 return self.boundary(av is C.AT_BOUNDARY, flags, nxt, mb, inside)
@@ -920,6 +1075,36 @@ class _Compiler:
             self.t.tracker_starts.append(start)
             self._behind_cache[key] = slot
         return p._new(LB, slot, positive, nxt)
+
+    def look_segment(self, seg: "_LookSegment", flags: int, nxt: int) -> int:
+        """A top-level lookahead met as a :class:`_LookSegment`: what :meth:`lookaround` does
+        for it (its body is compiled, as a lookahead met once, at depth 1, right before its
+        LOOK), its body's instructions copied when the same source text was compiled before."""
+        p = self.p
+        block = seg.block
+        if block is None:
+            body = seg.body
+            if body is None:  # another thread compiled it meanwhile (block is set first)
+                block = seg.block
+        if block is not None:  # compiled under these flags (_parse_by_segments checks)
+            start = block.stamp(p) + seg.start
+        else:
+            base = len(p.kind)
+            look0 = len(p.look_starts)
+            rep0 = p.n_reps
+            self._look_depth += 1
+            try:
+                start = self.seq(body.data, flags, p._new(SUBACCEPT), 0, "lookahead")
+            finally:
+                self._look_depth -= 1
+            if seg.block is None and p.copy_blocks:
+                seg.start = start - base
+                seg.flags = flags
+                seg.block = _Block.capture(p, base, None, rep0, look0, True)
+                seg.body = None  # the block replaces the tree (a big one: thousands of nodes)
+        look = len(p.look_starts)
+        p.look_starts.append(start)
+        return p._new(LOOK, look, seg.positive, nxt)
 
     def boundary(self, is_boundary: bool, flags, nxt, mb, inside) -> int:
         what = "word boundary \\b" if is_boundary else "non-boundary \\B"
