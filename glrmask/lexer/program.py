@@ -577,9 +577,9 @@ class _TerminalCache:
             self._held = 0
 
 
-_TERMINAL_CACHE = _TerminalCache(max_entries=4096, max_instructions=500_000)
-"""Compiled terminals of this process: about 90 bytes per instruction held, so at most some
-45 MB; a terminal of more than a quarter of that is not kept (a JSON string of up to 2000
+_TERMINAL_CACHE = _TerminalCache(max_entries=4096, max_instructions=400_000)
+"""Compiled terminals of this process: about 85 bytes per instruction held, so at most some
+35 MB; a terminal of more than a quarter of that is not kept (a JSON string of up to 2000
 characters is some 78 000 instructions)."""
 
 
@@ -775,7 +775,9 @@ class _SegmentCache:
             self._chars = 0
 
 
-_SEGMENT_CACHE = _SegmentCache(max_entries=512, max_chars=4_000_000)
+_SEGMENT_CACHE = _SegmentCache(max_entries=512, max_chars=300_000)
+"""Large lookaheads of this process: a compiled body holds about 0.9 instructions per source
+character (some 75 bytes), so at most some 25 MB."""
 
 
 def _parse_by_segments(pattern: str) -> "sre_parse.SubPattern | None":
@@ -911,7 +913,8 @@ class _Compiler:
         return RegexError(msg + (f" ({why})" if why else ""))
 
     def seq(self, items, flags: int, nxt: int, min_before: int, inside: str | None) -> int:
-        items = _data(items)
+        if type(items) is _SubPattern:
+            items = items.data
         if not self.track_mb:
             # the hot loop: single-character nodes (most of a pattern) are compiled inline
             pc = nxt
@@ -921,7 +924,7 @@ class _Compiler:
             max_nodes = p.max_nodes
             classes = self._classes
             rel = flags & _CLASS_FLAGS
-            IN = C.IN
+            IN, SUBPATTERN, BRANCH = C.IN, C.SUBPATTERN, C.BRANCH
             for op, av in reversed(items):
                 if op in _SINGLE_CHAR_OPS:
                     key = (op, id(av) if op is IN else av, rel)
@@ -935,6 +938,21 @@ class _Compiler:
                         kind.append(CHAR)
                         A.append(cid)
                         B.append(pc)
+                        Cc.append(None)
+                        D.append(None)
+                        pc = n
+                elif op is SUBPATTERN and not av[1] and not av[2]:  # a group, same flags
+                    pc = self.seq(av[3], flags, pc, 0, inside)
+                elif op is BRANCH:
+                    seq = self.seq
+                    targets = tuple([seq(alt, flags, pc, 0, inside) for alt in av[1]])
+                    n = len(kind)
+                    if n >= max_nodes or not n & 1023:
+                        pc = p._new(SPLIT, targets)
+                    else:
+                        kind.append(SPLIT)
+                        A.append(targets)
+                        B.append(None)
                         Cc.append(None)
                         D.append(None)
                         pc = n
