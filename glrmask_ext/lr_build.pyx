@@ -35,7 +35,7 @@ cimport numpy as cnp
 
 from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memcpy, memset
+from libc.string cimport memcpy, memset
 from libcpp.algorithm cimport sort, unique
 from libcpp.vector cimport vector
 
@@ -73,6 +73,15 @@ cdef inline uint64_t _hash_words(const uint64_t* p, int64_t n) noexcept nogil:
         h = (h ^ p[i]) * 0x9e3779b97f4a7c15ULL
         h ^= h >> 29
     return _mix(h)
+
+
+cdef inline bint _same(const uint64_t* a, const uint64_t* b, int64_t n) noexcept nogil:
+    """Keys are a few words: a loop beats a call to memcmp."""
+    cdef int64_t i
+    for i in range(n):
+        if a[i] != b[i]:
+            return False
+    return True
 
 
 @cython.final
@@ -122,8 +131,8 @@ cdef class _KeySet:
             if e < 0:
                 self.slot = j
                 return -1
-            if self.hashes[e] == h and self.offs[e + 1] - self.offs[e] == n and (
-                    n == 0 or memcmp(self.words.data() + self.offs[e], k, <size_t>n * 8) == 0):
+            if self.hashes[e] == h and self.offs[e + 1] - self.offs[e] == n and _same(
+                    self.words.data() + self.offs[e], k, n):
                 return e
             j = (j + 1) & self.mask
 
@@ -169,6 +178,7 @@ cdef class _Items:
     cdef uint32_t gen
     cdef vector[int32_t] core
     cdef vector[uint64_t] la
+    cdef vector[int32_t] lid  # the pool id of la while one set made it (0: empty), else -1
     cdef vector[uint8_t] inh
 
     def __cinit__(self, int64_t n_cores, int64_t W):
@@ -184,6 +194,7 @@ cdef class _Items:
             self.gen = 1
         self.core.clear()
         self.la.clear()
+        self.lid.clear()
         self.inh.clear()
 
     cdef inline int32_t get(self, int32_t c) noexcept:
@@ -196,8 +207,18 @@ cdef class _Items:
         self.slot[c] = i
         self.core.push_back(c)
         self.la.resize(self.la.size() + self.W, 0)
+        self.lid.push_back(0)
         self.inh.push_back(0)
         return i
+
+    cdef inline void or_set(self, int32_t i, const uint64_t* b, int32_t bid) noexcept:
+        """``la[i] |= b`` where ``b`` is pool set ``bid`` (not 0). While every set or'ed into an
+        item is the same one, its id is known and the successor step need not intern it."""
+        _or(self.la.data() + <int64_t>i * self.W, b, self.W)
+        if self.lid[i] == 0:
+            self.lid[i] = bid
+        elif self.lid[i] != bid:
+            self.lid[i] = -1
 
     cdef inline uint64_t* row(self, int32_t i) noexcept:
         """Item ``i``'s lookahead (valid until the next :meth:`add`)."""
@@ -208,14 +229,6 @@ cdef inline void _or(uint64_t* dst, const uint64_t* src, int64_t W) noexcept nog
     cdef int64_t k
     for k in range(W):
         dst[k] |= src[k]
-
-
-cdef inline bint _is_zero(const uint64_t* p, int64_t W) noexcept nogil:
-    cdef int64_t k
-    for k in range(W):
-        if p[k]:
-            return False
-    return True
 
 
 # --------------------------------------------------------------------------- the automaton
@@ -479,14 +492,15 @@ cdef class Automaton:
         cdef int64_t W = self.W, T = self.T, k, lo = self.k_off[s], hi = self.k_off[s + 1], p, plo, phi
         cdef int64_t nxt, b
         cdef int32_t c, c2, i, code
-        cdef bint l_empty
+        cdef int32_t l_id, sm, la
         cdef uint64_t* L = self.lbuf.data()
         it.clear()
         for k in range(lo, hi):
             i = it.get(self.k_core[k])
             if i < 0:
                 i = it.add(self.k_core[k])
-            _or(it.row(i), self.pool.key(self.k_la[k]), W)
+            if self.k_la[k]:
+                it.or_set(i, self.pool.key(self.k_la[k]), self.k_la[k])
         for k in range(lo, hi):
             c = self.k_core[k]
             nxt = self.core_next[c]
@@ -497,10 +511,16 @@ cdef class Automaton:
                 self._pre_of(b)
             if self.beta_id[c] < 0:
                 self._beta(c)
-            memcpy(L, self.pool.key(self.beta_id[c]), <size_t>W * 8)
-            if self.beta_null[c]:
-                _or(L, self.pool.key(self.k_la[k]), W)
-            l_empty = _is_zero(L, W)
+            # L = beta_first | (la if beta nullable), as a pool set
+            la = self.k_la[k]
+            l_id = self.beta_id[c]
+            if self.beta_null[c] and la and la != l_id:
+                if l_id == 0:
+                    l_id = la
+                else:
+                    memcpy(L, self.pool.key(l_id), <size_t>W * 8)
+                    _or(L, self.pool.key(la), W)
+                    l_id = self.pool.intern(L, W)
             plo = self.pre_off[b]
             phi = plo + 2 * <int64_t>self.pre_len[b]
             self._tick("LR table (item sets)", self.pre_len[b])
@@ -512,10 +532,11 @@ cdef class Automaton:
                 i = it.get(c2)
                 if i < 0:
                     i = it.add(c2)
-                if code >> 1:
-                    _or(it.row(i), self.pool.key(code >> 1), W)
-                if code & 1 and not l_empty:
-                    _or(it.row(i), L, W)
+                sm = code >> 1
+                if sm:
+                    it.or_set(i, self.pool.key(sm), sm)
+                if code & 1 and l_id:
+                    it.or_set(i, self.pool.key(l_id), l_id)
         return 0
 
     # ----------------------------------------------------------------------- item sets
@@ -540,7 +561,7 @@ cdef class Automaton:
         cdef _Items it = self.clo
         cdef int64_t W = self.W, head = 0, n_done = 0, i, g, gi, n_items, n_grp, x, klen
         cdef int64_t lo, hi, j, tlo
-        cdef int32_t s, t, c, la, old
+        cdef int32_t s, t, c, la, old, u
         cdef uint64_t h, bits
         cdef bint first_visit, grew
         cdef vector[int32_t] work
@@ -620,7 +641,8 @@ cdef class Automaton:
                 self.grp_items[self.grp_cur[g]] = <int32_t>i
                 self.grp_cur[g] += 1
             for i in range(j):
-                self.succ_la[i] = self.pool.intern(it.row(self.grp_items[i]), W)
+                u = it.lid[self.grp_items[i]]
+                self.succ_la[i] = u if u >= 0 else self.pool.intern(it.row(self.grp_items[i]), W)
             for g in range(n_grp):
                 lo = self.grp_off[g]
                 hi = self.grp_off[g + 1]

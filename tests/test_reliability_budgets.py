@@ -151,7 +151,8 @@ def test_large_lark_repetitions_honour_the_deadline_in_the_lr_item_sets(vocab):
 
 
 def test_the_deadline_covers_the_front_end_and_the_lr_stages(vocab):
-    budget = 1.0
+    # the whole compile takes ~0.6 s since the LR table is built natively (it was > 1 s)
+    budget = 0.2
     err, elapsed = too_complex(chain(5000), vocab, mode="dynamic", limits={"max_seconds": budget})
     assert "max_seconds" in str(err)
     assert elapsed < budget * 1.5 + MARGIN_S
