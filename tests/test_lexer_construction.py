@@ -6,20 +6,24 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import sys
+import warnings
 from pathlib import Path
+from re import _parser as sre_parse  # type: ignore[attr-defined]
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lexer_patterns import ReTooSlow, re_end, sample_texts  # noqa: E402
+from lexer_patterns import ReTooSlow, full, nested, plain, re_end, sample_texts  # noqa: E402
 
 from glrmask.budget import activate_budget  # noqa: E402
 from glrmask.errors import GlrmaskError, GrammarTooComplex, RegexError  # noqa: E402
 from glrmask.grammar.normalize import normalize  # noqa: E402
 from glrmask.json_schema import lower_json_schema_ir  # noqa: E402
 from glrmask.lexer import Lexer, Settler  # noqa: E402
-from glrmask.lexer.program import Program, clear_terminal_cache  # noqa: E402
+from glrmask.lexer.program import Program, _quick_parse, clear_terminal_cache  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parent / "data" / "jsonschema" / "maskbench_sample.jsonl"
 
@@ -164,6 +168,53 @@ def test_the_lexer_builds_the_reference_program(sample):
     terminals = max(sample, key=len)
     lx = Lexer(terminals)
     assert program_of(lx.prog, lx.terms) == compile_all(terminals, False)
+
+
+# ---------------------------------------------------------------- the quick parser builds re's tree
+def tree(x):
+    """A parse tree as nested plain values (``SubPattern`` has no equality of its own)."""
+    if isinstance(x, sre_parse.SubPattern):
+        return ("SubPattern", tree(x.data))
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, *map(tree, x))
+    return (type(x).__name__, x)
+
+
+def assert_quick_parse_is_res(pattern: str) -> None:
+    quick = _quick_parse(pattern)
+    try:
+        with warnings.catch_warnings():  # re warns of possible set operations: not the point
+            warnings.simplefilter("ignore", FutureWarning)
+            want = sre_parse.parse(pattern)
+    except (re.error, OverflowError, RecursionError):
+        assert quick is None, pattern  # re refuses it: its own parser words the error
+        return
+    if quick is not None:
+        assert tree(quick) == tree(want) and quick.state.flags == want.state.flags, pattern
+
+
+@pytest.mark.parametrize("pattern", [
+    "{", "a{", "a{}", "a{,}", "a{,3}", "a{3", "a{3,", "a{2,1}", "a{99999999999}", "a{3}?", "a{3}+",
+    "[]a]", "[^]a]", "[a-]", "[-a]", r"[\]]", r"[a\-z]", "[]", "[a", "[[a]", "[a--b]", "[a&&b]",
+    "[z-a]", "[aa]", "[a]", "[^a]", "[^ab]", r"[\w]", "(?:a|a)", "(?:ab|ac)", "(?:ab|ab)",
+    "(?:a|b|[cd])", "(?:a|[^b])", "(?:)", "(?:a|)", "a||b", "(?:x)*", "(?:xy){2}", "(?:x)??",
+    "(?=)", "(?!)", "(?=a|b)", "(?!a)b", "a)", "(a", "(?:a", "\\", r"\.", r"\d", r"\u0041",
+    ".*", "^a", "a$", "*a", "a**", "(?:a*)*", "é|ǅ|😀", r'"(?:i|\\u0069)(?:d|\\u0064)"',
+] + TRICKY + GUARDED)
+def test_the_quick_parser_builds_res_tree_or_leaves_the_pattern_to_re(pattern):
+    assert_quick_parse_is_res(pattern)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(plain, full, nested))
+def test_the_quick_parser_builds_res_tree_on_random_patterns(pattern):
+    assert_quick_parse_is_res(pattern)
+
+
+def test_the_quick_parser_builds_res_tree_on_the_sample(sample):
+    for terminals in sample:
+        for _name, pattern in terminals:
+            assert_quick_parse_is_res(pattern)
 
 
 # ---------------------------------------------------------------- same errors
