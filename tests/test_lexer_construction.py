@@ -205,6 +205,13 @@ def test_the_quick_parser_builds_res_tree_or_leaves_the_pattern_to_re(pattern):
     assert_quick_parse_is_res(pattern)
 
 
+def test_the_quick_parser_agrees_with_this_pythons_re():
+    # else every pattern is left to re's parser: still right, only slower
+    from glrmask.lexer.program import _QUICK_PARSER_AGREES
+
+    assert _QUICK_PARSER_AGREES
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.one_of(plain, full, nested))
 def test_the_quick_parser_builds_res_tree_on_random_patterns(pattern):

@@ -982,10 +982,41 @@ def _parse_piece(text: str) -> sre_parse.SubPattern:
 def _quick_parse(pattern: str) -> "sre_parse.SubPattern | None":
     """``re``'s parse tree of ``pattern`` by :class:`_QuickParser`, or None (then ``re``
     parses it)."""
+    if not _QUICK_PARSER_AGREES:
+        return None
     try:
         return _QuickParser(pattern).parse()
     except (_Bail, RecursionError):
         return None
+
+
+def _tree(x):
+    if isinstance(x, sre_parse.SubPattern):
+        return ("SubPattern", _tree(x.data))
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, *map(_tree, x))
+    return (type(x).__name__, x)
+
+
+def _quick_parser_agrees() -> bool:
+    """Whether :class:`_QuickParser` builds this Python's ``re`` trees on patterns that go
+    through each of its rewrites (it follows ``re``'s parser as of CPython 3.11; another
+    version may rewrite differently, and then every pattern is left to ``re``)."""
+    probes = (r'"(?:i|\\u0069)(?:d|\\u0064)"', "(?:ab|ac|a)", "(?:a|b|[cd])", "(?:a|[^b])x",
+              "(?:xy){2,}?z", "a{,3}b{3}c{}d{2", "[]a-c]-[^]]", r"[\]\-a-]", "(?=a|b)(?!c)d",
+              "(?:a|)|.|(?:)", '"[ \\!\\#-\\[\\]-\U0010ffff]{0,8}"')
+    for probe in probes:
+        try:
+            quick = _QuickParser(probe).parse()
+        except _Bail:
+            return False
+        want = sre_parse.parse(probe)
+        if _tree(quick) != _tree(want) or quick.state.flags != want.state.flags:
+            return False
+    return True
+
+
+_QUICK_PARSER_AGREES = _quick_parser_agrees()
 
 
 class _LookSegment:
