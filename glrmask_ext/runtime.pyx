@@ -108,6 +108,8 @@ DEF M_ALIVE = 1
 DEF M_COND_STEP = 2
 DEF M_COND_INFO = 3
 DEF M_FUTURE = 4
+DEF M_BOUNDARY = 5  # the lexer state a lexeme starts in over stacks topped by LR state a (b = 0),
+                    # or after LR terminal a in a lexeme memo's symbolic walk (b = 1)
 DEF CI_KNOWN = 1
 DEF CI_AT_END = 2
 DEF CI_SAT = 4
@@ -251,6 +253,9 @@ ctypedef struct CLazy:
     int32_t fut_words
     int32_t hi_states      # states / conditions below these were ever given rows (what the
     int32_t hi_conds       # destructor frees: the capacities are the lexer's limits, far above)
+    int32_t n_binit        # lexeme start states restricted to the terminals that can come next:
+    int32_t* binit         # [0, n_lr_states) over stacks topped by that state, then one per LR
+                           # terminal (after it, in memo walks); 0 unknown, else the state + 2
     int32_t** trans        # [cap_states] -> 256 next states (UNKNOWN, DEAD or a state)
     int32_t** evref        # [cap_states] -> 256 event-list references (-1: no events)
     uint64_t** fut         # [cap_states] -> [alive | known | future] bitsets of fut_words words each:
@@ -432,7 +437,7 @@ cdef class LazyLexer:
         if self.z.ev_chunks != NULL:
             for i in range(self.z.n_chunks):
                 free(self.z.ev_chunks[i])
-        free(self.z.trans); free(self.z.evref); free(self.z.fut); free(self.z.ctrans)
+        free(self.z.trans); free(self.z.evref); free(self.z.fut); free(self.z.ctrans); free(self.z.binit)
         free(self.z.cinfo); free(self.z.ev_chunks)
         if self.z.cm != NULL:
             for i in range(CM_SLOTS):
@@ -556,6 +561,17 @@ cdef class LazyLexer:
         if has_future:
             glr_store_u64(&w[2 * fw + (term >> 6)], w[2 * fw + (term >> 6)] | bit)
         glr_store_u64(&w[fw + (term >> 6)], w[fw + (term >> 6)] | bit)
+
+    def set_boundary(self, int32_t which, int32_t q) -> None:
+        """The lexer state ``q`` (the initial state restricted to the terminals that can come
+        next; DEAD when none can) where a lexeme starts in case ``which``: LR state ``which``
+        tops the lane's one stack, or (``which - n_lr_states``) the LR terminal fed last in a
+        lexeme memo's walk (see ``M_BOUNDARY``)."""
+        if q != DEAD:
+            self._check_state(q)
+        if self.z.binit == NULL or not 0 <= which < self.z.n_binit:
+            raise ValueError("set_boundary: no such boundary case")
+        glr_store_i32(&self.z.binit[which], q + 2)
 
     def has_cond(self, int32_t c) -> bool:
         return 0 <= c < self.z.cap_conds and bool(self.z.cinfo[c] & CI_KNOWN)
@@ -744,6 +760,11 @@ cdef class Tables:
         if not -1 <= t.lex_init < lexer.z.cap_states:
             raise ValueError("dynamic tables: the initial lexer state is outside the lexer")
         self.attach_trie(trie)
+        if t.act_lex != NULL and lexer.z.binit == NULL:
+            lexer.z.binit = <int32_t*>calloc(t.lr_n + t.lr_nterm + 1, sizeof(int32_t))
+            if lexer.z.binit == NULL:
+                raise MemoryError("glrmask runtime: cannot allocate the dynamic lexer tables")
+            lexer.z.n_binit = t.lr_n + t.lr_nterm
         self._lazy = lexer
         self._resolve = resolve
         t.lz = &lexer.z
@@ -1371,6 +1392,33 @@ cdef int _build_lanes(CFamily* f, IVec* dst) noexcept nogil:
     return n_lanes
 
 
+cdef inline int32_t _boundary_q(const CTables* t, CFamily* f, const int32_t* front, int32_t nn,
+                               const SeqTab* S) noexcept nogil:
+    """The lexer state a lane at BOUNDARY starts its lexeme in: on dynamic tables, the initial
+    state restricted to the terminals that can come next — over one stack, those with an action
+    in its top state; in a memo's symbolic walk, after one seq, those that can follow its last
+    terminal — else the initial state (UNKNOWN: not explored yet, recorded). Terminals scan
+    independently, so dropping lanes no stack could take changes no mask, and the lexeme's
+    states stay small (keys of one object, not every key and string of the schema)."""
+    cdef int32_t which, v
+    if not t.lazy or t.lz.binit == NULL or nn != 1:
+        return t.lex_init
+    if S == NULL:
+        which = f.node_state.d[front[0]]
+    elif front[0] != 0:
+        which = t.lr_n + S.term.d[front[0]]
+    else:
+        return t.lex_init
+    v = glr_load_i32(&t.lz.binit[which])
+    if v == 0:
+        if which < t.lr_n:
+            _miss(f, M_BOUNDARY, which, 0)
+        else:
+            _miss(f, M_BOUNDARY, which - t.lr_n, 1)
+        return UNKNOWN
+    return v - 2
+
+
 cdef inline const uint64_t* _seq_allow(const SeqTab* S, int32_t seq, int32_t fw) noexcept nogil:
     """The lexer terminals a lexeme after seq ``seq`` may hold (NULL: any)."""
     if seq == 0:
@@ -1454,7 +1502,9 @@ cdef int _step_byte(const CTables* t, CFamily* f, const int32_t* lanes, int32_t 
                 m += 1
         cv.n = m
         base_n = cv.n
-        q = t.lex_init if lex == BOUNDARY else lex
+        q = _boundary_q(t, f, front, nn, S) if lex == BOUNDARY else lex
+        if q == UNKNOWN:
+            continue
         q2 = _lx_next(t, f, q, b)
         if q2 == UNKNOWN:
             continue
@@ -1887,7 +1937,9 @@ cdef int _walk_step(const CTables* t, CFamily* f, Py_ssize_t parent, int32_t b, 
                 dead = 1
                 break
         if not dead:
-            q = t.lex_init if lp[0] == BOUNDARY else lp[0]
+            q = _boundary_q(t, f, lp + 3 + nc, nn, S) if lp[0] == BOUNDARY else lp[0]
+            if q == UNKNOWN:
+                break  # the general step skips it (and the walk runs again once explored)
             q2 = _lx_next(t, f, q, b)
             if q2 != UNKNOWN and _lx_events(t, q, b, &ev_terms, &ev_conds):
                 break
@@ -1904,7 +1956,7 @@ cdef int _walk_step(const CTables* t, CFamily* f, Py_ssize_t parent, int32_t b, 
         for li in range(n_lanes):
             nc = lp[1]
             nn = lp[2 + nc]
-            q = t.lex_init if lp[0] == BOUNDARY else lp[0]
+            q = _boundary_q(t, f, lp + 3 + nc, nn, S) if lp[0] == BOUNDARY else lp[0]
             q2 = _lx_next(t, f, q, b)
             nc2 = 0
             dead = q2 == UNKNOWN or q2 == DEAD
@@ -2579,7 +2631,9 @@ cdef int _memo_fill(const CTables* t, CFamily* f, const int32_t* snap, uint32_t*
     for i in range(n):
         nc = p[1]
         nn = p[2 + nc]
-        q = t.lex_init if p[0] == BOUNDARY else p[0]
+        q = _boundary_q(t, f, p + 3 + nc, nn, NULL) if p[0] == BOUNDARY else p[0]
+        if q == UNKNOWN:
+            return R_MISSING
         if q < 0 or nc > 1:
             return R_FALLBACK
         if nc == 0:

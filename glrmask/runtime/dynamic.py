@@ -44,7 +44,7 @@ nothing again): the per-step fuel of DESIGN §4.11 — a pathological lexer ends
 class LexerExplorer:
     """Fills a :class:`LazyLexer` from a Python lazy lexer, entry by entry, on request."""
 
-    M_STEP, M_ALIVE, M_COND_STEP, M_COND_INFO, M_FUTURE = 0, 1, 2, 3, 4
+    M_STEP, M_ALIVE, M_COND_STEP, M_COND_INFO, M_FUTURE, M_BOUNDARY = 0, 1, 2, 3, 4, 5
 
     def __init__(self, lexer, *, lock=None, max_step_transitions: Optional[int] = DEFAULT_STEP_TRANSITIONS) -> None:
         self.lexer = lexer
@@ -63,6 +63,9 @@ class LexerExplorer:
         self._group_arr = group_of
         self._groups = groups
         self.n_explored = 0
+        self.next_terminals: Optional[tuple[np.ndarray, np.ndarray]] = None
+        """``(act_lex, follow_lex)`` of the tables (:func:`glrmask.runtime.tables.next_terminal_arrays`):
+        what lexeme start states are restricted to (``M_BOUNDARY``)."""
 
     def explore(self, missing: np.ndarray, first: bool = True) -> None:
         """Compute the entries ``missing`` names (``(kind, a, b)`` rows; see ``Tables.attach_dynamic``);
@@ -102,6 +105,11 @@ class LexerExplorer:
                             nat.set_future(a, term, True)
                 elif kind == self.M_FUTURE:
                     nat.set_future(a, b, lexer.has_future(a, b))
+                elif kind == self.M_BOUNDARY:
+                    act, follow = self.next_terminals
+                    words = (follow if b else act)[a]
+                    terms = np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))
+                    nat.set_boundary(a + b * len(act), lexer.restrict(lexer.initial, terms.tolist()))
                 elif kind == self.M_COND_STEP:
                     c2 = lexer.cond_step(a, b)
                     self._cond(c2)
@@ -145,7 +153,9 @@ class DynamicEngine:
         self.explorer.native.memo_budget = (1 << 62) if memo_mb is None else memo_mb << 20
         self._recognizer_factory = recognizer
         self._recognizer = None
-        self.tables = build_tables(dynamic_arrays(lexer, table, ignore, vocab, eos_ids))
+        arrays = dynamic_arrays(lexer, table, ignore, vocab, eos_ids)
+        self.explorer.next_terminals = (arrays["act_lex"], arrays["follow_lex"])
+        self.tables = build_tables(arrays)
         self.tables.attach_dynamic(self.explorer.native, trie_arrays(trie),
                                    self.explorer.explore)
         self.n_words = int(self.tables.n_words)
