@@ -140,7 +140,7 @@ class Mask:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self._init_common(vocab, grammar, normalize(grammar), mode)
-        self.table = LRTable.build(self.grammar)
+        self.table = LRTable.build(self.grammar, check=False)  # normalize() checked its normal form
         self._lazy_lexer = Lexer([(t.name, t.pattern) for t in self.grammar.terminals.values()],
                                  max_states=lexer_max_states)
         self._limits = dict(limits or {})
