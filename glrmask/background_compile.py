@@ -9,7 +9,7 @@ cache), and the parent loads it â€” validation and a memory map, milliseconds â€
 requests to it. Dropping the ``Mask`` (or :meth:`BackgroundCompile.cancel`) terminates the worker,
 so no compile outlives the mask that wanted it.
 
-The worker is a fresh interpreter (``python -m glrmask.background_compile DIR``), not a
+The worker is a fresh interpreter (``python -c`` running this module on ``DIR``), not a
 ``multiprocessing`` child: forking a threaded server is unsafe, and ``spawn`` re-imports the
 user's main module (a script without a ``__main__`` guard would run again). It reads the grammar
 IR as JSON from ``DIR`` and the vocabulary (its token bytes, pickled by glrmask itself once per
@@ -65,14 +65,18 @@ time slices to the decode loop instead of preempting it for milliseconds (measur
 priority, within 1.04x at every quantile with nice 19)."""
 
 
+_BOOTSTRAP = ("import os, runpy\n"
+              "try:\n    os.nice(%d)\nexcept (AttributeError, OSError):\n    pass\n"
+              "runpy.run_module('glrmask.background_compile', run_name='__main__', alter_sys=True)\n"
+              % WORKER_NICE)
+"""The worker's command (``python -c``): it lowers its priority before importing anything, so
+starting the interpreter, numpy and glrmask (a few hundred ms of CPU) does not compete with the
+parent's first masks either."""
+
+
 def _worker(directory: str) -> None:
     """Runs in the child: compile statically (through the cache when one is given) and save."""
     err_path = os.path.join(directory, "error.json")
-    if hasattr(os, "nice"):
-        try:
-            os.nice(WORKER_NICE)
-        except OSError:
-            pass
     try:
         from .api import compile_grammar
         from .grammar.ir import Grammar
@@ -108,7 +112,7 @@ class BackgroundCompile:
         with open(os.path.join(self._dir, "job.json"), "w", encoding="utf-8") as f:
             json.dump({"grammar": grammar_json, "limits": limits, "vocab": _vocab_file(vocab),
                        "cache_dir": None if cache_dir is None else str(cache_dir)}, f)
-        self._proc = subprocess.Popen([sys.executable, "-m", "glrmask.background_compile", self._dir],
+        self._proc = subprocess.Popen([sys.executable, "-c", _BOOTSTRAP, self._dir],
                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._cancelled = threading.Event()
         owner_ref = weakref.ref(owner)
