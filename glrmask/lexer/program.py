@@ -27,10 +27,13 @@ from __future__ import annotations
 import re
 import threading
 from array import array
+from operator import itemgetter
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
+
+import numpy as np
 
 from glrmask.budget import current_budget
 from glrmask.errors import GrammarTooComplex, RegexError
@@ -307,20 +310,21 @@ class Program:
             term.start = comp.seq(parsed.data, parsed.state.flags, accept, 0, None)
         except RecursionError:
             raise RegexError(f"terminal {name!r}: /{pattern}/ is nested too deeply") from None
-        # every instruction of the terminal (lookaround bodies and \b helpers included) is
-        # created while it is compiled; MID instructions made later reuse these classes
-        term.classes = tuple(sorted({self.a[pc] for pc in range(first_pc, len(self.kind))
-                                     if self.kind[pc] == CHAR}))
         _, nullable = self.set_closure([term.start], assertions_pass=True)
         if nullable:
             raise RegexError(
                 f"terminal {name!r}: /{pattern}/ can match the empty string (when its "
                 "lookarounds hold); a terminal must consume at least one character"
             )
-        if cacheable:
-            if len(self.kind) - first_pc <= _TERMINAL_CACHE.max_instructions // 4:
-                block = _Block.capture(self, first_pc, None, first_rep, first_look, True)
-                _TERMINAL_CACHE.put(pattern, _CachedTerminal(block, term))
+        # every instruction of the terminal (lookaround bodies and \b helpers included) is
+        # created while it is compiled; MID instructions made later reuse these classes
+        if cacheable and len(self.kind) - first_pc <= _TERMINAL_CACHE.max_instructions // 4:
+            block = _Block.capture(self, first_pc, None, first_rep, first_look, True)
+            term.classes = tuple(sorted(block.class_order))
+            _TERMINAL_CACHE.put(pattern, _CachedTerminal(block, term))
+        else:
+            term.classes = tuple(sorted({self.a[pc] for pc in range(first_pc, len(self.kind))
+                                         if self.kind[pc] == CHAR}))
         return term
 
     def _parse(self, name: str, pattern: str) -> tuple[sre_parse.SubPattern, bool]:
@@ -418,19 +422,28 @@ class _Block:
         blk.n_reps = prog.n_reps - rep0
         blk.looks = prog.look_starts[look0:]
         blk.size = len(kinds)
-        by_kind: dict[int, list[int]] = {}
-        for i, k in enumerate(kinds):
-            hit = by_kind.get(k)
-            if hit is None:
-                by_kind[k] = [i]
-            else:
-                hit.append(i)
-        if MID in by_kind:  # pragma: no cover - MIDs are made while lexing, never in a compile
+        if MID in blk.kinds:  # pragma: no cover - MIDs are made while lexing, never in a compile
             raise AssertionError("MID instruction inside a compiled block")
-        none: list[int] = []
+        if blk.size >= _NUMPY_CAPTURE:  # the indexes of each kind, at C speed
+            codes = np.frombuffer(blk.kinds, dtype=np.uint8)
 
-        def indexes(*ks: int) -> array:  # compact: a cached block is kept for long
-            return array("I", [i for k in ks for i in by_kind.get(k, none)])
+            def indexes(*ks: int) -> array:  # compact: a cached block is kept for long
+                mask = codes == ks[0]
+                for k in ks[1:]:
+                    mask |= codes == k
+                return array("I", np.flatnonzero(mask).astype(np.uint32).tobytes())
+        else:
+            by_kind: dict[int, list[int]] = {}
+            for i, k in enumerate(kinds):
+                hit = by_kind.get(k)
+                if hit is None:
+                    by_kind[k] = [i]
+                else:
+                    hit.append(i)
+            none: list[int] = []
+
+            def indexes(*ks: int) -> array:
+                return array("I", [i for k in ks for i in by_kind.get(k, none)])
 
         blk.chars = indexes(CHAR)
         blk.splits = indexes(SPLIT)
@@ -439,8 +452,9 @@ class _Block:
         blk.looks_b = indexes(BOUND)
         blk.pcs_c = indexes(REP_CHECK, LOOK, LB)
         if with_classes:
-            a = blk.a
-            blk.class_order = list(dict.fromkeys([a[i] for i in blk.chars]))
+            chars = blk.chars
+            used = itemgetter(*chars)(blk.a) if len(chars) > 1 else [blk.a[i] for i in chars]
+            blk.class_order = list(dict.fromkeys(used))
             blk.classes = [prog.classes[c] for c in blk.class_order]
         else:
             blk.class_order = blk.classes = None
@@ -1508,6 +1522,8 @@ class _BodyCopies:
 
 
 _ASSERTION_KINDS = frozenset((LOOK, LB, BOUND))
+_NUMPY_CAPTURE = 256
+"""Blocks of at least this many instructions find each kind's indexes with numpy."""
 _MIN_COPIES_TO_STAMP = 3
 """A repeat with at most this many copies of its body compiles each (``x{3}``): taking the
 block costs about what compiling a small body twice does."""
