@@ -794,33 +794,45 @@ class Lexer:
         hit = memo.get(ts)
         if hit is not None:
             return hit
-        parent = {ts: -1}  # BFS tree: on success every state on the path to the hit has a future
-        seen = parent.keys()
-        queue = deque([ts])
-        found = -1
-        while queue and found < 0:
-            x = queue.popleft()
-            if memo.get(x) is True:
-                found = x
+        # Depth first, each state expanded whole (an event one byte away is seen before going
+        # deeper): a breadth-first search visits every lane state nearer than the nearest match
+        # end — all of a date-time format's hundreds — where one path to it suffices.
+        groups = self._grep[t]
+        seen = {ts}
+        path: list[int] = []
+        pending: list[list[int]] = []  # per state on the path: successors not descended into yet
+        x = ts
+        found = False
+        while True:
+            known = memo.get(x) if x != ts else None
+            succ: list[int] = []
+            if known is True:
+                found = True
+            elif known is None:
+                for b in groups:
+                    y, ev = self._lane_step(t, x, b)
+                    if any(self.cond_satisfiable(c) for _, c in ev):
+                        found = True
+                        break
+                    if y >= 0 and y not in seen:
+                        seen.add(y)
+                        succ.append(y)
+            path.append(x)
+            if found:
                 break
-            if memo.get(x) is False:
-                continue
-            for b in self._grep[t]:
-                y, ev = self._lane_step(t, x, b)
-                if any(self.cond_satisfiable(c) for _, c in ev):
-                    found = x
-                    break
-                if y >= 0 and y not in parent:
-                    parent[y] = x
-                    queue.append(y)
-        if found >= 0:
-            while found >= 0:  # a later query from any state on the path is a lookup
-                memo[found] = True
-                found = parent[found]
+            pending.append(succ[::-1])
+            while path and not pending[-1]:
+                path.pop()
+                pending.pop()
+            if not path:
+                break
+            x = pending[-1].pop()
+        if found:
+            for x in path:  # every state on the path reaches the match end: later queries hit
+                memo[x] = True
             return True
-        else:
-            for x in seen:
-                memo[x] = False
+        for x in seen:  # the search was exhaustive: nothing reachable from here has a future
+            memo[x] = False
         return False
 
     # ------------------------------------------------------------------ conditions
