@@ -729,279 +729,21 @@ def _shape(items) -> tuple[int, bool]:
     return width, reads
 
 
-class _Bail(Exception):
-    """The quick parser met something it leaves to ``re``'s own parser."""
-
-
-_QUICK_SPECIAL = frozenset(".\\[{()*+?^$|")
-"""Characters that are not a literal by themselves (``re``'s ``SPECIAL_CHARS``)."""
-_QUICK_ESCAPABLE = frozenset(c for c in map(chr, range(0x80)) if not c.isalnum())
-"""``\\`` followed by one of these is that character (ASCII letters and digits escape
-into classes, categories, anchors, code points and group references: left to ``re``)."""
 _STR_FLAGS = sre_parse.parse("").state.flags
 """The flags ``re`` gives a str pattern without inline flags (``re.UNICODE``)."""
-_DIGITS = frozenset("0123456789")
-_LITERAL_RUN = re.compile(r"[^.\\\[{()*+?^$|]+")
-
-
-class _QuickParser:
-    """A parser for the regex subset JSON Schema lowerings emit (literals, punctuation
-    escapes, classes of literals and ranges, ``(?:...)``, lookaheads, ``|``, quantifiers,
-    ``.``), building exactly the tree ``re``'s parser builds — the same item shapes, the
-    same rewrites (a repeated group's body unwrapped, a class of one literal made a literal,
-    duplicate class items dropped, an alternation's common first items factored out, an
-    alternation of single characters made a class). Anything else, and anything ``re``
-    would warn about or refuse, raises :class:`_Bail`: then ``re`` parses the pattern (and
-    words its error). Why: ``re``'s parser reads a character at a time through a tokenizer
-    object and is half of a large terminal's compile time; this one is a few times faster
-    and is checked against ``re``'s on the JSON Schema sample and on random patterns."""
-
-    __slots__ = ("p", "i", "n", "state")
-
-    def __init__(self, pattern: str):
-        self.p = pattern
-        self.i = 0
-        self.n = len(pattern)
-        self.state = sre_parse.State()
-        self.state.flags = _STR_FLAGS
-        self.state.str = pattern
-
-    def parse(self) -> sre_parse.SubPattern:
-        tree = self.alternation()
-        if self.i != self.n:  # a ")" with no group open
-            raise _Bail
-        return tree
-
-    def alternation(self) -> sre_parse.SubPattern:
-        p, n = self.p, self.n
-        alts = [self.sequence()]
-        while self.i < n and p[self.i] == "|":
-            self.i += 1
-            alts.append(self.sequence())
-        if len(alts) == 1:
-            return alts[0]
-        out: list = []
-        datas = [a.data for a in alts]
-        while True:  # every alternative starts alike: factor the first item out
-            first = datas[0]
-            if not first:
-                break
-            head = first[0]
-            for d in datas:
-                if not d or d[0] != head:
-                    break
-            else:
-                out.append(head)
-                for d in datas:
-                    del d[0]
-                continue
-            break
-        items: list = []
-        for d in datas:  # alternatives of one character each: a class
-            if len(d) != 1:
-                break
-            op, av = d[0]
-            if op is C.LITERAL:
-                items.append((op, av))
-            elif op is C.IN and av[0][0] is not C.NEGATE:
-                items.extend(av)
-            else:
-                break
-        else:
-            out.append((C.IN, list(dict.fromkeys(items))))
-            return sre_parse.SubPattern(self.state, out)
-        out.append((C.BRANCH, (None, alts)))
-        return sre_parse.SubPattern(self.state, out)
-
-    def sequence(self) -> sre_parse.SubPattern:
-        p, n = self.p, self.n
-        i = self.i
-        data: list = []
-        LITERAL = C.LITERAL
-        groups = False
-        run = _LITERAL_RUN.match
-        while i < n:
-            c = p[i]
-            if c not in _QUICK_SPECIAL:
-                m = run(p, i)
-                data.extend([(LITERAL, o) for o in map(ord, m.group())])
-                i = m.end()
-            elif c == "|" or c == ")":
-                break
-            elif c == "\\":
-                if i + 1 >= n or p[i + 1] not in _QUICK_ESCAPABLE:
-                    raise _Bail
-                data.append((LITERAL, ord(p[i + 1])))
-                i += 2
-            elif c == "[":
-                i = self.char_class(i + 1, data)
-            elif c == "(":
-                if p.startswith("(?:", i):
-                    self.i = i + 3
-                    sub = self.alternation()
-                    i = self.close()
-                    data.append((C.SUBPATTERN, (None, 0, 0, sub)))
-                    groups = True
-                elif p.startswith("(?=", i) or p.startswith("(?!", i):
-                    positive = p[i + 2] == "="
-                    self.i = i + 3
-                    sub = self.alternation()
-                    i = self.close()
-                    if not sub.data:
-                        raise _Bail  # (?!) is FAILURE
-                    data.append((C.ASSERT if positive else C.ASSERT_NOT, (1, sub)))
-                else:
-                    raise _Bail
-            elif c == ".":
-                data.append((C.ANY, None))
-                i += 1
-            elif c in "*+?{":
-                i = self.repeat(i, data)
-            else:  # ^ $
-                raise _Bail
-        self.i = i
-        if groups:  # a group that is still an item (not repeated) is inlined, as re does
-            SUBPATTERN = C.SUBPATTERN
-            for k in range(len(data) - 1, -1, -1):
-                op, av = data[k]
-                if op is SUBPATTERN:
-                    data[k:k + 1] = av[3].data
-        return sre_parse.SubPattern(self.state, data)
-
-    def close(self) -> int:
-        if self.i >= self.n or self.p[self.i] != ")":
-            raise _Bail
-        return self.i + 1
-
-    def char_class(self, i: int, data: list) -> int:
-        p, n = self.p, self.n
-        items: list = []
-        negate = i < n and p[i] == "^"
-        if negate:
-            i += 1
-        if i < n and p[i] == "[":  # ``re`` warns (a possible nested set)
-            raise _Bail
-        if i == n:
-            raise _Bail
-        first = True
-        while True:
-            if i >= n:
-                raise _Bail
-            c = p[i]
-            i += 1
-            if c == "]" and not first:
-                break
-            first = False
-            if c == "\\":
-                if i >= n or p[i] not in _QUICK_ESCAPABLE:
-                    raise _Bail
-                lo = ord(p[i])
-                i += 1
-            elif c in "-&~|" and items and i < n and p[i] == c:
-                raise _Bail  # ``re`` warns (a possible set operation)
-            else:
-                lo = ord(c)
-            if i < n and p[i] == "-":
-                i += 1
-                if i >= n:
-                    raise _Bail
-                d = p[i]
-                i += 1
-                if d == "]":
-                    items.append((C.LITERAL, lo))
-                    items.append((C.LITERAL, ord("-")))
-                    break
-                if d == "\\":
-                    if i >= n or p[i] not in _QUICK_ESCAPABLE:
-                        raise _Bail
-                    hi = ord(p[i])
-                    i += 1
-                elif d == "-":
-                    raise _Bail  # ``re`` warns
-                else:
-                    hi = ord(d)
-                if hi < lo:
-                    raise _Bail
-                items.append((C.RANGE, (lo, hi)))
-            else:
-                items.append((C.LITERAL, lo))
-        items = list(dict.fromkeys(items))
-        if len(items) == 1 and items[0][0] is C.LITERAL:
-            data.append((C.NOT_LITERAL, items[0][1]) if negate else items[0])
-        else:
-            if negate:
-                items.insert(0, (C.NEGATE, None))
-            data.append((C.IN, items))
-        return i
-
-    def repeat(self, i: int, data: list) -> int:
-        p, n = self.p, self.n
-        c = p[i]
-        i += 1
-        if c == "?":
-            lo, hi = 0, 1
-        elif c == "*":
-            lo, hi = 0, C.MAXREPEAT
-        elif c == "+":
-            lo, hi = 1, C.MAXREPEAT
-        else:  # "{"
-            j = i
-            while j < n and p[j] in _DIGITS:
-                j += 1
-            a = p[i:j]
-            if j < n and p[j] == ",":
-                k = j + 1
-                while k < n and p[k] in _DIGITS:
-                    k += 1
-                b = p[j + 1:k]
-            else:
-                k = j
-                b = a
-            if k >= n or p[k] != "}" or (not a and not b and k == i):
-                # not a quantifier: "{" is a literal ("{}" too)
-                data.append((C.LITERAL, ord("{")))
-                return i
-            lo = int(a) if a else 0
-            hi = int(b) if b else C.MAXREPEAT
-            if lo >= C.MAXREPEAT or (b and hi >= C.MAXREPEAT) or hi < lo:
-                raise _Bail
-            i = k + 1
-        if not data:
-            raise _Bail
-        op, av = data[-1]
-        if op is C.AT or op in _REPEAT_OPS:
-            raise _Bail
-        if op is C.SUBPATTERN and av[0] is None and not av[1] and not av[2]:
-            body = av[3]
-        else:
-            body = sre_parse.SubPattern(self.state, [data[-1]])
-        if i < n and p[i] == "?":
-            data[-1] = (C.MIN_REPEAT, (lo, hi, body))
-            i += 1
-        elif i < n and p[i] == "+":
-            raise _Bail  # possessive
-        else:
-            data[-1] = (C.MAX_REPEAT, (lo, hi, body))
-        return i
-
-
-_REPEAT_OPS = frozenset((C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT))
 
 
 def _parse_piece(text: str) -> sre_parse.SubPattern:
-    """``re``'s parse tree of ``text``, quickly when :class:`_QuickParser` can."""
+    """``re``'s parse tree of ``text``, by the quick parser when it can."""
     return _quick_parse(text) or sre_parse.parse(text)
 
 
 def _quick_parse(pattern: str) -> "sre_parse.SubPattern | None":
-    """``re``'s parse tree of ``pattern`` by :class:`_QuickParser`, or None (then ``re``
-    parses it)."""
+    """``re``'s parse tree of ``pattern`` by the native quick parser
+    (``glrmask_ext.lexer_compile.quick_parse``), or None (then ``re`` parses it)."""
     if not _QUICK_PARSER_AGREES:
         return None
-    try:
-        return _QuickParser(pattern).parse()
-    except (_Bail, RecursionError):
-        return None
+    return _native.quick_parse(pattern)
 
 
 def _tree(x):
@@ -1013,24 +755,20 @@ def _tree(x):
 
 
 def _quick_parser_agrees() -> bool:
-    """Whether :class:`_QuickParser` builds this Python's ``re`` trees on patterns that go
-    through each of its rewrites (it follows ``re``'s parser as of CPython 3.11; another
-    version may rewrite differently, and then every pattern is left to ``re``)."""
+    """Whether the quick parser builds this Python's ``re`` trees on patterns that go through
+    each of its rewrites (it follows ``re``'s parser as of CPython 3.11; another version may
+    rewrite differently, and then every pattern is left to ``re``)."""
+    if _native is None:
+        return False
     probes = (r'"(?:i|\\u0069)(?:d|\\u0064)"', "(?:ab|ac|a)", "(?:a|b|[cd])", "(?:a|[^b])x",
               "(?:xy){2,}?z", "a{,3}b{3}c{}d{2", "[]a-c]-[^]]", r"[\]\-a-]", "(?=a|b)(?!c)d",
               "(?:a|)|.|(?:)", '"[ \\!\\#-\\[\\]-\U0010ffff]{0,8}"')
     for probe in probes:
-        try:
-            quick = _QuickParser(probe).parse()
-        except _Bail:
-            return False
+        quick = _native.quick_parse(probe)
         want = sre_parse.parse(probe)
-        if _tree(quick) != _tree(want) or quick.state.flags != want.state.flags:
+        if quick is None or _tree(quick) != _tree(want) or quick.state.flags != want.state.flags:
             return False
     return True
-
-
-_QUICK_PARSER_AGREES = _quick_parser_agrees()
 
 
 class _LookSegment:
@@ -1201,6 +939,8 @@ class _Compiler:
         # holding them): without any, every width is left uncomputed (mb stays 0).
         self.track_mb = track_mb
         self._classes: dict = {}  # single-character node key -> class id (this compile)
+        # the hot loop in C when built (the reference compile keeps the Python one)
+        self._native_seq = _native.seq_plain if _native is not None and prog.copy_blocks else None
         # Lookaround bodies are context-free: copies of a repeat share one compiled body, so
         # identical lookaheads become identical condition atoms (and lookbehinds one tracker).
         self._look_cache: dict[tuple[int, int, int | None], int] = {}
@@ -1235,6 +975,8 @@ class _Compiler:
         return RegexError(msg + (f" ({why})" if why else ""))
 
     def seq(self, items, flags: int, nxt: int, min_before: int, inside: str | None) -> int:
+        if not self.track_mb and self._native_seq is not None:
+            return self._native_seq(self, items, flags, nxt, inside)
         if type(items) is _SubPattern:
             items = items.data
         if not self.track_mb:
@@ -1527,3 +1269,17 @@ _NUMPY_CAPTURE = 256
 _MIN_COPIES_TO_STAMP = 3
 """A repeat with at most this many copies of its body compiles each (``x{3}``): taking the
 block costs about what compiling a small body twice does."""
+
+
+try:
+    from glrmask_ext import lexer_compile as _native
+except ImportError:  # pragma: no cover - the extension is not built: Python loops, re's parser
+    _native = None
+else:
+    _native.configure((C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN, C.SUBPATTERN, C.BRANCH),
+                      _CLASS_FLAGS, CHAR, SPLIT, _SubPattern, charsets.node_class)
+    _native.configure_parser((C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT, C.AT, C.ASSERT,
+                              C.ASSERT_NOT, C.NEGATE, C.RANGE), C.MAXREPEAT, sre_parse.State,
+                             _STR_FLAGS)
+
+_QUICK_PARSER_AGREES = _quick_parser_agrees()
