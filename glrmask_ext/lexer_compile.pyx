@@ -390,3 +390,93 @@ def quick_parse(str pattern):
         return tree
     except (_Bail, RecursionError):
         return None
+
+
+# ------------------------------------------------------------------ shape and block indexes
+cdef object _POSSESSIVE_REPEAT, _ATOMIC_GROUP, _GROUPREF_EXISTS, _AT_BOUNDARY, _AT_NON_BOUNDARY
+cdef int _K_CHAR, _K_SPLIT, _K_REP_ENTER, _K_REP_CHECK, _K_LOOK, _K_LB, _K_BOUND
+
+
+def configure_shape(ops, kinds):
+    """Bind the remaining sre constants and the instruction kinds (the compiler's module)."""
+    global _POSSESSIVE_REPEAT, _ATOMIC_GROUP, _GROUPREF_EXISTS, _AT_BOUNDARY, _AT_NON_BOUNDARY
+    global _K_CHAR, _K_SPLIT, _K_REP_ENTER, _K_REP_CHECK, _K_LOOK, _K_LB, _K_BOUND
+    _POSSESSIVE_REPEAT, _ATOMIC_GROUP, _GROUPREF_EXISTS, _AT_BOUNDARY, _AT_NON_BOUNDARY = ops
+    _K_CHAR, _K_SPLIT, _K_REP_ENTER, _K_REP_CHECK, _K_LOOK, _K_LB, _K_BOUND = kinds
+
+
+def shape(items):
+    """``glrmask.lexer.program._shape``: ``(minimum width, reads behind)`` of a parse tree."""
+    return _shape(items)
+
+
+cdef tuple _shape(object items):
+    cdef list data = items.data if type(items) is _SUBP_TYPE else items
+    cdef object width = 0
+    cdef bint reads = False
+    cdef object op, av, w, best, alt
+    cdef bint r
+    cdef tuple sub
+    Py_EnterRecursiveCall(" while measuring a regex")
+    try:
+        for op, av in data:
+            if op is _LITERAL or op is _IN or op is _NOT_LITERAL or op is _ANY:
+                width += 1
+            elif op is _SUBPATTERN:
+                sub = _shape(av[-1])
+                width += sub[0]
+                reads = reads or sub[1]
+            elif op is _BRANCH:
+                best = None
+                r = False
+                for alt in av[1]:
+                    sub = _shape(alt)
+                    if best is None or sub[0] < best:
+                        best = sub[0]
+                    r = r or sub[1]
+                width += best
+                reads = reads or r
+            elif op is _MAX_REPEAT_OP or op is _MIN_REPEAT_OP or op is _POSSESSIVE_REPEAT:
+                sub = _shape(av[2])
+                width += av[0] * sub[0]
+                reads = reads or sub[1]
+            elif op is _ATOMIC_GROUP:
+                sub = _shape(av)
+                width += sub[0]
+                reads = reads or sub[1]
+            elif op is _ASSERT or op is _ASSERT_NOT:
+                reads = reads or av[0] != 1 or _shape(av[1])[1]
+            elif op is _AT:
+                reads = reads or av is _AT_BOUNDARY or av is _AT_NON_BOUNDARY
+            elif op is _GROUPREF_EXISTS:
+                reads = reads or _shape(av[1])[1] or (av[2] is not None and _shape(av[2])[1])
+    finally:
+        Py_LeaveRecursiveCall()
+    return width, reads
+
+
+def block_indexes(bytes kinds):
+    """The indexes, in a block's kind bytes, of its CHARs, SPLITs, repeat instructions
+    (REP_ENTERs then REP_CHECKs), LOOKs, BOUNDs, and of the instructions whose ``c`` is a pc
+    (REP_CHECKs, LOOKs, LBs): ``glrmask.lexer.program._Block.capture``'s six lists."""
+    cdef list chars = [], splits = [], enters = [], checks = [], looks = [], lbs = [], bounds = []
+    cdef Py_ssize_t i, n = len(kinds)
+    cdef const unsigned char[:] view = kinds
+    cdef int k
+    for i in range(n):
+        k = view[i]
+        if k == _K_CHAR:
+            chars.append(i)
+        elif k == _K_SPLIT:
+            splits.append(i)
+        elif k == _K_REP_ENTER:
+            enters.append(i)
+        elif k == _K_REP_CHECK:
+            checks.append(i)
+        elif k == _K_LOOK:
+            looks.append(i)
+        elif k == _K_LB:
+            lbs.append(i)
+        elif k == _K_BOUND:
+            bounds.append(i)
+    return chars, splits, enters + checks, looks, bounds, checks + looks + lbs

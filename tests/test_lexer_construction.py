@@ -150,6 +150,17 @@ def test_guarded_terminals_match_like_re():
         assert s.finish().end == re_end(pattern, text), text
 
 
+@pytest.mark.parametrize("pattern", TRICKY + GUARDED[:5])
+def test_without_the_extension_the_python_paths_build_the_same_program(pattern, monkeypatch):
+    import glrmask.lexer.program as program
+
+    reference = compile_all([("T", pattern)], False)
+    monkeypatch.setattr(program, "_native", None)
+    clear_terminal_cache()
+    assert compile_all([("T", pattern)], True) == reference
+    assert compile_all([("T", pattern)], True) == reference
+
+
 def test_the_same_pattern_twice_in_one_lexer_compiles_twice_alike():
     terms = [("A", TRICKY[2]), ("B", TRICKY[9]), ("C", TRICKY[2]), ("D", TRICKY[9])]
     clear_terminal_cache()

@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 
-import numpy as np
-
 from glrmask.budget import current_budget
 from glrmask.errors import GrammarTooComplex, RegexError
 
@@ -361,7 +359,8 @@ class Program:
                     raise RegexError(
                         f"terminal {name!r}: invalid regex /{pattern}/: {e}") from None
             try:
-                width, reads_behind = _shape(parsed.data)
+                shape = _native.shape if _native is not None and self.copy_blocks else _shape
+                width, reads_behind = shape(parsed.data)
                 settled = width > 0 and not reads_behind
             except RecursionError:
                 settled = False
@@ -424,14 +423,8 @@ class _Block:
         blk.size = len(kinds)
         if MID in blk.kinds:  # pragma: no cover - MIDs are made while lexing, never in a compile
             raise AssertionError("MID instruction inside a compiled block")
-        if blk.size >= _NUMPY_CAPTURE:  # the indexes of each kind, at C speed
-            codes = np.frombuffer(blk.kinds, dtype=np.uint8)
-
-            def indexes(*ks: int) -> array:  # compact: a cached block is kept for long
-                mask = codes == ks[0]
-                for k in ks[1:]:
-                    mask |= codes == k
-                return array("I", np.flatnonzero(mask).astype(np.uint32).tobytes())
+        if _native is not None:  # the indexes of each kind, in one pass in C
+            parts = _native.block_indexes(blk.kinds)
         else:
             by_kind: dict[int, list[int]] = {}
             for i, k in enumerate(kinds):
@@ -442,15 +435,14 @@ class _Block:
                     hit.append(i)
             none: list[int] = []
 
-            def indexes(*ks: int) -> array:
-                return array("I", [i for k in ks for i in by_kind.get(k, none)])
+            def indexes(*ks: int) -> list[int]:
+                return [i for k in ks for i in by_kind.get(k, none)]
 
-        blk.chars = indexes(CHAR)
-        blk.splits = indexes(SPLIT)
-        blk.reps = indexes(REP_ENTER, REP_CHECK)
-        blk.looks_a = indexes(LOOK)
-        blk.looks_b = indexes(BOUND)
-        blk.pcs_c = indexes(REP_CHECK, LOOK, LB)
+            parts = (indexes(CHAR), indexes(SPLIT), indexes(REP_ENTER, REP_CHECK), indexes(LOOK),
+                     indexes(BOUND), indexes(REP_CHECK, LOOK, LB))
+        # compact arrays: a cached block is kept for long
+        blk.chars, blk.splits, blk.reps, blk.looks_a, blk.looks_b, blk.pcs_c = (
+            array("I", x) for x in parts)
         if with_classes:
             chars = blk.chars
             used = itemgetter(*chars)(blk.a) if len(chars) > 1 else [blk.a[i] for i in chars]
@@ -741,7 +733,7 @@ def _parse_piece(text: str) -> sre_parse.SubPattern:
 def _quick_parse(pattern: str) -> "sre_parse.SubPattern | None":
     """``re``'s parse tree of ``pattern`` by the native quick parser
     (``glrmask_ext.lexer_compile.quick_parse``), or None (then ``re`` parses it)."""
-    if not _QUICK_PARSER_AGREES:
+    if _native is None or not _QUICK_PARSER_AGREES:
         return None
     return _native.quick_parse(pattern)
 
@@ -1264,8 +1256,6 @@ class _BodyCopies:
 
 
 _ASSERTION_KINDS = frozenset((LOOK, LB, BOUND))
-_NUMPY_CAPTURE = 256
-"""Blocks of at least this many instructions find each kind's indexes with numpy."""
 _MIN_COPIES_TO_STAMP = 3
 """A repeat with at most this many copies of its body compiles each (``x{3}``): taking the
 block costs about what compiling a small body twice does."""
@@ -1281,5 +1271,8 @@ else:
     _native.configure_parser((C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT, C.AT, C.ASSERT,
                               C.ASSERT_NOT, C.NEGATE, C.RANGE), C.MAXREPEAT, sre_parse.State,
                              _STR_FLAGS)
+    _native.configure_shape((C.POSSESSIVE_REPEAT, C.ATOMIC_GROUP, C.GROUPREF_EXISTS,
+                             C.AT_BOUNDARY, C.AT_NON_BOUNDARY),
+                            (CHAR, SPLIT, REP_ENTER, REP_CHECK, LOOK, LB, BOUND))
 
 _QUICK_PARSER_AGREES = _quick_parser_agrees()
