@@ -12,6 +12,7 @@ by a walk of the vocabulary trie over that state and the lexer explored on deman
 """
 from __future__ import annotations
 
+import json
 import random
 import threading
 from functools import lru_cache
@@ -24,6 +25,7 @@ import glrmask
 from _engine_support import allowed, reachable_states, reference_words
 from _grammars import CASE_BY_NAME
 from conftest import tiny_vocab
+from glrmask.json_schema.reorder import reorder_to_schema
 
 GRAMMARS = Path(__file__).resolve().parents[1] / "grammars"
 SHIPPED = sorted(p.name for p in GRAMMARS.glob("*.lark"))
@@ -69,6 +71,35 @@ def test_tokens_spanning_several_lexemes_keep_every_continuation():
     assert len(states) > 20
     for state, data in states:
         assert mask.get_mask(state).tobytes() == reference_words(mask, data).tobytes(), data
+
+
+JSON_SAMPLE = Path(__file__).resolve().parent / "data" / "jsonschema" / "maskbench_sample.jsonl"
+JSON_CASES = [3, 11, 14, 21, 26, 40, 43, 51, 54, 57]  # one to three per split, each compiles in ~1 s
+
+
+@lru_cache(maxsize=None)
+def _json_records() -> list:
+    return [json.loads(line) for line in JSON_SAMPLE.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.parametrize("index", JSON_CASES)
+def test_dynamic_masks_equal_static_masks_replaying_json_schema_instances(index, gpt2):
+    """Real schemas (keys of several objects, formats with lookaheads, bounded strings): at every
+    token of their valid instances, the dynamic mask — lexemes restricted to what can come next,
+    memos pruned by what can follow — is the static mask."""
+    rec = _json_records()[index]
+    static = glrmask.compile_json_schema(rec["schema"], gpt2, mode="static")
+    dynamic = glrmask.compile_json_schema(rec["schema"], gpt2, mode="dynamic")
+    for inst in rec["tests"]:
+        if not inst["valid"]:
+            continue
+        text = json.dumps(reorder_to_schema(inst["data"], rec["schema"]), ensure_ascii=False)
+        s, d = static.start(), dynamic.start()
+        for k, tok in enumerate(gpt2.encode(text)):
+            assert dynamic.get_mask(d).tobytes() == static.get_mask(s).tobytes(), (rec["file"], k)
+            assert s.commit(tok) and d.commit(tok)
+        assert dynamic.get_mask(d).tobytes() == static.get_mask(s).tobytes()
+        assert d.is_accepting() and s.is_accepting()
 
 
 def test_bytes_committed_mid_token_are_answered_natively():
