@@ -1172,7 +1172,7 @@ class Lowerer:
             lits = [v for v in n['enum'] if isinstance(v, str)]
             if not lits:
                 return None
-            body = '|'.join(cs.encode_string_literal(x) for x in sorted(set(lits), key=len, reverse=True))
+            body = '|'.join(cs.encode_string_literal(x) for x in sorted(dict.fromkeys(lits), key=len, reverse=True))
             base = '(?=\\x22(?:' + body + ')\\x22)' + base
         return base
 
