@@ -480,3 +480,117 @@ def block_indexes(bytes kinds):
         elif k == _K_BOUND:
             bounds.append(i)
     return chars, splits, enters + checks, looks, bounds, checks + looks + lbs
+
+
+# ------------------------------------------------------------------ copies of blocks
+cdef inline object _moved(object v, Py_ssize_t delta, Py_ssize_t lo, object cont, bint pure):
+    cdef Py_ssize_t x = v
+    if pure or x >= lo:
+        return x + delta
+    return cont
+
+
+def relocate(list a, list b, list c, list d, const unsigned int[:] chars,
+             const unsigned int[:] reps, const unsigned int[:] pcs_c,
+             const unsigned int[:] looks_b, const unsigned int[:] splits, Py_ssize_t delta,
+             Py_ssize_t lo, cont, bint pure):
+    """The pc fields of a block's copy (``a``..``d``, copies of the block's lists, changed in
+    place): ``glrmask.lexer.program._Block.stamp``'s relocation — every pc at or after ``lo``
+    (the block's first pc) moved by ``delta``, the one before it replaced by ``cont`` (or,
+    ``pure``, every pc moved by ``delta``)."""
+    cdef Py_ssize_t j, i
+    for j in range(chars.shape[0]):
+        i = chars[j]
+        b[i] = _moved(b[i], delta, lo, cont, pure)
+    for j in range(reps.shape[0]):
+        i = reps[j]
+        b[i] = _moved(b[i], delta, lo, cont, pure)
+    for j in range(pcs_c.shape[0]):
+        i = pcs_c[j]
+        c[i] = _moved(c[i], delta, lo, cont, pure)
+    for j in range(looks_b.shape[0]):
+        i = looks_b[j]
+        d[i] = _moved(d[i], delta, lo, cont, pure)
+    for j in range(splits.shape[0]):
+        i = splits[j]
+        a[i] = tuple([_moved(t, delta, lo, cont, pure) for t in a[i]])
+
+
+# ------------------------------------------------------------------ large top-level lookaheads
+def segment_cuts(str p, Py_ssize_t min_len):
+    """``(start, end)`` of each top-level lookahead of at least ``min_len`` characters, or
+    None where ``glrmask.lexer.program._parse_by_segments`` must not split the pattern (a
+    top-level ``|``, a group it does not split around, unbalanced parentheses, a quantifier
+    on a large lookahead, or none found). Skips escapes and whole character classes, as the
+    scanner regex ``_SEGMENT_TOKENS`` there does."""
+    cdef Py_ssize_t n = len(p)
+    cdef Py_ssize_t i = 0, j, depth = 0, start = -1, end
+    cdef Py_UCS4 c, c2, e
+    cdef list cuts = []
+    cdef bint closed
+    while i < n:
+        c = p[i]
+        if c == u'\\':
+            i += 2 if i + 1 < n else 1
+        elif c == u'[':
+            j = i + 1  # a whole class: [^]...] with escapes; otherwise "[" is a plain character
+            if j < n and p[j] == u'^':
+                j += 1
+            if j < n and p[j] == u']':
+                j += 1
+            closed = False
+            while j < n:
+                e = p[j]
+                if e == u'\\':
+                    if j + 1 >= n:
+                        break
+                    j += 2
+                elif e == u']':
+                    closed = True
+                    break
+                else:
+                    j += 1
+            i = j + 1 if closed else i + 1
+        elif c == u'(':
+            if i + 2 < n and p[i + 1] == u'?':
+                c2 = p[i + 2]
+                if c2 == u'=' or c2 == u'!':
+                    if depth == 0:
+                        start = i
+                    depth += 1
+                    i += 3
+                elif c2 == u'<':
+                    if i + 3 < n and (p[i + 3] == u'=' or p[i + 3] == u'!'):
+                        depth += 1
+                        i += 4
+                    else:
+                        return None
+                elif c2 == u':':
+                    depth += 1
+                    i += 1
+                else:
+                    return None  # (?i: (?P< (?# (?( (?> ...
+            else:
+                depth += 1
+                i += 1
+        elif c == u')':
+            depth -= 1
+            if depth < 0:
+                return None
+            i += 1
+            if depth == 0 and start >= 0:
+                end = i
+                if end - start >= min_len:
+                    if end < n and p[end] in u"*+?{":
+                        return None
+                    cuts.append((start, end))
+                start = -1
+        elif c == u'|':
+            if depth == 0:
+                return None
+            i += 1
+        else:
+            i += 1
+    if depth != 0 or not cuts:
+        return None
+    return cuts

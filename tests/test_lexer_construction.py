@@ -140,6 +140,20 @@ def test_patterns_with_a_large_lookahead_compile_as_parsed_whole(pattern):
     assert compile_all([("T", pattern)], True) == reference  # the guard's body copied
 
 
+def test_the_native_segment_scanner_cuts_where_the_python_one_does(sample):
+    import glrmask.lexer.program as program
+
+    if program._native is None:
+        pytest.skip("glrmask_ext.lexer_compile is not built")
+    patterns = GUARDED + [p for terminals in sample for _, p in terminals] + [
+        "(?!" + "a" * 600 + ")", "(?!" + "a" * 600 + ")*", "[(?!" + "a" * 600 + ")", "a\\",
+        "(?!" + "[)]" * 300 + ")x", "(?" + "!" * 600, "(?<" + "a" * 600, "(?=" + "\\" * 600 + ")",
+    ]
+    for pattern in patterns:
+        assert program._native.segment_cuts(pattern, program._MIN_SEGMENT) == \
+            program._segment_cuts(pattern), pattern[:80]
+
+
 def test_guarded_terminals_match_like_re():
     clear_terminal_cache()
     pattern = GUARDED[0]

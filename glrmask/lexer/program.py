@@ -467,7 +467,11 @@ class _Block:
         b = self.b.copy()
         c = self.c.copy()
         d = self.d.copy()
-        if self.cont is None or cont - self.cont == delta:  # every pc moves by delta
+        pure = self.cont is None or cont - self.cont == delta  # every pc moves by delta
+        if _native is not None:
+            _native.relocate(a, b, c, d, self.chars, self.reps, self.pcs_c, self.looks_b,
+                             self.splits, delta, self.base, cont, pure)
+        elif pure:
             for i in self.chars:
                 b[i] += delta
             for i in self.reps:
@@ -847,6 +851,17 @@ def _parse_by_segments(pattern: str) -> "sre_parse.SubPattern | None":
         return None
     if _NO_SEGMENTS.search(pattern):
         return None
+    if _native is not None:
+        cuts = _native.segment_cuts(pattern, _MIN_SEGMENT)
+    else:
+        cuts = _segment_cuts(pattern)
+    return None if cuts is None else _join_segments(pattern, cuts)
+
+
+def _segment_cuts(pattern: str) -> "list[tuple[int, int]] | None":
+    """``(start, end)`` of each top-level lookahead of at least :data:`_MIN_SEGMENT`
+    characters, or None where the pattern must not be split (what
+    ``glrmask_ext.lexer_compile.segment_cuts`` computes in C)."""
     depth = 0
     start = -1
     cuts: list[tuple[int, int]] = []
@@ -876,6 +891,12 @@ def _parse_by_segments(pattern: str) -> "sre_parse.SubPattern | None":
             return None
     if depth != 0 or not cuts:
         return None
+    return cuts
+
+
+def _join_segments(pattern: str, cuts: list[tuple[int, int]]) -> "sre_parse.SubPattern | None":
+    """The tree of ``pattern`` from its pieces around the large lookaheads at ``cuts``
+    (:func:`_parse_by_segments`), or None when a piece does not parse as expected."""
     data: list = []
     pos = 0
     try:
@@ -894,7 +915,8 @@ def _parse_by_segments(pattern: str) -> "sre_parse.SubPattern | None":
                 if len(tree.data) != 1 or tree.state.flags != state.flags:
                     return None
                 op, av = tree.data[0]
-                if op not in (C.ASSERT, C.ASSERT_NOT) or av[0] != 1 or _shape(av[1].data)[1]:
+                shape = _native.shape if _native is not None else _shape
+                if op not in (C.ASSERT, C.ASSERT_NOT) or av[0] != 1 or shape(av[1].data)[1]:
                     return None
                 seg = _LookSegment(op is C.ASSERT, av[1])
                 _SEGMENT_CACHE.put(text, seg)
