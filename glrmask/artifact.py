@@ -48,7 +48,8 @@ __all__ = [
 
 MAGIC = b"GLRMASK\0"
 #: Version of the container layout and header schema; a file with another version is refused.
-FORMAT_VERSION = 1
+#: 2: the LR table is stored as sparse rows (``act_*``/``goto_*``) instead of dense tables.
+FORMAT_VERSION = 2
 
 _PREFIX = struct.Struct("<8sII")  # magic, format version, header length
 _ALIGN = 64

@@ -23,7 +23,7 @@ classes breadth-first from the start over the symbols in ascending order, as
 What differs from the Python builder is only what is not observable: transitions and (in
 canonical mode) reduce lists are recorded while exploring instead of recomputing every closure in
 a second pass (a state's successor cores, hence its targets, never change, even when LALR(1) grows
-its lookaheads), and the action rows are left to :class:`glrmask.lr.table._ArrayRows`.
+its lookaheads), and the action rows and dense views are left to :class:`glrmask.lr.table.LRTable`.
 
 Budgets. The deadline (``check``, the compile budget's :meth:`~glrmask.budget.CompileBudget.check`)
 is called after every few thousand item operations (:data:`CHECK_WORK`), so one huge closure
@@ -231,6 +231,14 @@ cdef inline void _or(uint64_t* dst, const uint64_t* src, int64_t W) noexcept nog
         dst[k] |= src[k]
 
 
+cdef cnp.ndarray _array(vector[int32_t]& v):
+    """A new int32 numpy array holding ``v``."""
+    cdef cnp.ndarray a = np.empty(<Py_ssize_t>v.size(), dtype=np.int32)
+    if v.size():
+        memcpy(cnp.PyArray_DATA(a), v.data(), v.size() * sizeof(int32_t))
+    return a
+
+
 # --------------------------------------------------------------------------- the automaton
 @cython.final
 cdef class Automaton:
@@ -241,7 +249,7 @@ cdef class Automaton:
     ``$START -> start $END``).
 
     Construction computes FIRST sets. :meth:`explore` builds the item sets (canonical LR(1) or
-    LALR(1)); :meth:`tables` merges identical rows and exports the dense arrays. ``check`` is
+    LALR(1)); :meth:`tables` merges identical rows and exports the sparse rows. ``check`` is
     called with a stage name every :data:`CHECK_WORK` item operations and raises to stop;
     ``max_closure_items`` bounds the precomputed closure items (:class:`GrammarTooComplex`)."""
 
@@ -732,7 +740,7 @@ cdef class Automaton:
 
     # ----------------------------------------------------------------------- rows and merging
     def tables(self, bint merge):
-        """``(start, final, shift_table, goto_table, reduce_offsets, reduce_rules)`` of the last
+        """``(start, final)`` and the sparse rows of :meth:`_export` of the last
         successful :meth:`explore`, identical rows merged when ``merge`` (as
         :func:`glrmask.lr.table._minimize`), states renumbered breadth-first from the start.
         ``final`` is -1 when no state (or more than one) is the target of the ``$END`` shift: the
@@ -757,7 +765,7 @@ cdef class Automaton:
                     elif final != tgt:
                         final = -2
         if final < 0:
-            return 0, -1, None, None, None, None
+            return 0, -1, None, None, None, None, None, None, None, None
         if not merge:  # the exploration's own numbering
             cls.resize(n)
             for s in range(n):
@@ -786,10 +794,14 @@ cdef class Automaton:
 
     cdef tuple _export(self, int64_t n_out, vector[int32_t]& by_order, vector[int32_t]& rep,
                        vector[int32_t]& cls, vector[int32_t]& order):
-        """The dense arrays of the states ``rep[by_order[i]]`` as rows ``i``, targets through
-        ``order[cls[...]]``. Written once each, without the GIL (for the largest schemas this
-        is hundreds of MB, most of the build)."""
-        cdef int64_t T = self.T, n_nt = self.n_nt, i, s, k, x, tgt, pos = 0, total = 0, t, kend
+        """The sparse rows (:class:`glrmask.lr.table.LRTable`) of the states ``rep[by_order[i]]`` as
+        rows ``i``, targets through ``order[cls[...]]``: ``(act_ptr, act_term, act_shift, act_roff,
+        reduce_rules, goto_ptr, goto_nt, goto_tgt)``. A state's transitions are sorted by symbol
+        code (terminals first) and its reduce pairs by terminal, so each action row is one merge of
+        the two; nothing is written per empty cell (dense tables were hundreds of MB on the largest
+        schemas, most of the build)."""
+        cdef int64_t T = self.T, i, s, k, kend, r, rend, x, xs, xr, t
+        cdef int64_t NONE = 0x7fffffffffffffff
         cdef const uint64_t* tr = self.tr.data()
         cdef const uint64_t* rd = self.rd.data()
         cdef const int64_t* tr_off = self.tr_off.data()
@@ -798,42 +810,47 @@ cdef class Automaton:
         cdef const int32_t* bo = by_order.data()
         cdef const int32_t* cl = cls.data()
         cdef const int32_t* od = order.data()
+        cdef vector[int32_t] aptr, aterm, ashift, aroff, flat, gptr, gnt, gtgt
+        aptr.reserve(n_out + 1)
+        gptr.reserve(n_out + 1)
+        aptr.push_back(0)
+        aroff.push_back(0)
+        gptr.push_back(0)
         for i in range(n_out):
             s = rp[bo[i]]
-            total += rd_off[s + 1] - rd_off[s]
-        if n_out * T + 1 > 0x7fffffff or total > 0x7fffffff:
-            raise GrammarTooComplex("LR table: the action table exceeds 2**31 cells (int32 offsets)")
-        cdef cnp.ndarray shift = np.empty((n_out, T), dtype=np.int32)
-        cdef cnp.ndarray goto = np.empty((n_out, n_nt), dtype=np.int32)
-        cdef cnp.ndarray offsets = np.empty(n_out * T + 1, dtype=np.int32)
-        cdef cnp.ndarray flat = np.empty(total, dtype=np.int32)
-        cdef int32_t* sp = <int32_t*>cnp.PyArray_DATA(shift)
-        cdef int32_t* gp = <int32_t*>cnp.PyArray_DATA(goto)
-        cdef int32_t* op = <int32_t*>cnp.PyArray_DATA(offsets)
-        cdef int32_t* fp = <int32_t*>cnp.PyArray_DATA(flat)
-        with nogil:
-            # -1 everywhere (all bytes 0xff): memset runs at memory speed, numpy's fill loop does not
-            memset(sp, 0xff, <size_t>(n_out * T) * 4)
-            memset(gp, 0xff, <size_t>(n_out * n_nt) * 4)
-            for i in range(n_out):
-                s = rp[bo[i]]
-                for k in range(tr_off[s], tr_off[s + 1]):
-                    x = <int64_t>(tr[k] >> 32)
-                    tgt = od[cl[<int64_t>(tr[k] & 0xffffffffULL)]]
-                    if x < T:
-                        sp[i * T + x] = <int32_t>tgt
-                    else:
-                        gp[i * n_nt + x - T] = <int32_t>tgt
-                k = rd_off[s]
-                kend = rd_off[s + 1]
-                for t in range(T):
-                    op[i * T + t] = <int32_t>pos
-                    while k < kend and <int64_t>(rd[k] >> 32) == t:
-                        fp[pos] = <int32_t>(rd[k] & 0xffffffffULL)
-                        pos += 1
-                        k += 1
-            op[n_out * T] = <int32_t>pos
-        return shift, goto, offsets, flat
+            k = tr_off[s]
+            kend = tr_off[s + 1]
+            r = rd_off[s]
+            rend = rd_off[s + 1]
+            while True:
+                xs = <int64_t>(tr[k] >> 32) if k < kend else NONE
+                if xs >= T:
+                    xs = NONE  # the gotos follow the terminals
+                xr = <int64_t>(rd[r] >> 32) if r < rend else NONE
+                t = xs if xs < xr else xr
+                if t == NONE:
+                    break
+                aterm.push_back(<int32_t>t)
+                if xs == t:
+                    ashift.push_back(od[cl[<int64_t>(tr[k] & 0xffffffffULL)]])
+                    k += 1
+                else:
+                    ashift.push_back(-1)
+                while r < rend and <int64_t>(rd[r] >> 32) == t:
+                    flat.push_back(<int32_t>(rd[r] & 0xffffffffULL))
+                    r += 1
+                aroff.push_back(<int32_t>flat.size())
+            aptr.push_back(<int32_t>aterm.size())
+            while k < kend:
+                x = <int64_t>(tr[k] >> 32)
+                gnt.push_back(<int32_t>(x - T))
+                gtgt.push_back(od[cl[<int64_t>(tr[k] & 0xffffffffULL)]])
+                k += 1
+            gptr.push_back(<int32_t>gnt.size())
+            if <int64_t>aterm.size() > 0x7ffffffe or <int64_t>flat.size() > 0x7ffffffe:
+                raise GrammarTooComplex("LR table: the action table exceeds 2**31 entries (int32 offsets)")
+        return (_array(aptr), _array(aterm), _array(ashift), _array(aroff), _array(flat), _array(gptr),
+                _array(gnt), _array(gtgt))
 
     cdef int32_t _partition(self, vector[int32_t]& cls) except -1:
         """The coarsest partition of the states that refines "same reduces and same symbols" and

@@ -301,10 +301,17 @@ ctypedef struct CTables:
     int32_t lr_nnt
     int32_t end_id
     int32_t lr_start
-    const int32_t* shift
-    const int32_t* goto_
-    const int32_t* red_off
+    # sparse rows (glrmask.lr.table.LRTable): state s's actions are entries act_ptr[s]..act_ptr[s+1]
+    # sorted by act_term (shift target act_shift or -1, reduce rules red_rules[act_roff[e]:act_roff[e+1]]),
+    # its gotos goto_ptr[s]..goto_ptr[s+1] sorted by goto_nt, to goto_tgt
+    const int32_t* act_ptr
+    const int32_t* act_term
+    const int32_t* act_shift
+    const int32_t* act_roff
     const int32_t* red_rules
+    const int32_t* goto_ptr
+    const int32_t* goto_nt
+    const int32_t* goto_tgt
     const int32_t* rule_len
     const int32_t* rule_lhs
     # Parser DWA
@@ -642,20 +649,24 @@ cdef class Tables:
         t.lex_ignored = <const uint8_t*>cnp.PyArray_DATA(g["lex_ignored"])
         if "act_lex" in g:
             if (g["act_lex"].dtype != np.uint64 or g["follow_lex"].dtype != np.uint64
-                    or g["act_lex"].shape != (g["shift"].shape[0], t.fut_words)
-                    or g["follow_lex"].shape != (g["shift"].shape[1], t.fut_words)):
+                    or g["act_lex"].shape != (g["act_ptr"].shape[0] - 1, t.fut_words)
+                    or g["follow_lex"].shape != (_scalar(g["lr_nterm"]), t.fut_words)):
                 raise ValueError("runtime: next-terminal sets of the wrong shape")
             t.act_lex = <const uint64_t*>cnp.PyArray_DATA(g["act_lex"])
             t.follow_lex = <const uint64_t*>cnp.PyArray_DATA(g["follow_lex"])
-        t.lr_n = <int32_t>g["shift"].shape[0]
-        t.lr_nterm = <int32_t>g["shift"].shape[1]
-        t.lr_nnt = <int32_t>g["goto"].shape[1]
+        t.lr_n = <int32_t>(g["act_ptr"].shape[0] - 1)
+        t.lr_nterm = <int32_t>_scalar(g["lr_nterm"])
+        t.lr_nnt = <int32_t>_scalar(g["lr_nnt"])
         t.end_id = <int32_t>_scalar(g["end_id"])
         t.lr_start = <int32_t>_scalar(g["lr_start"])
-        t.shift = _i32(g["shift"])
-        t.goto_ = _i32(g["goto"])
-        t.red_off = _i32(g["red_off"])
+        t.act_ptr = _i32(g["act_ptr"])
+        t.act_term = _i32(g["act_term"])
+        t.act_shift = _i32(g["act_shift"])
+        t.act_roff = _i32(g["act_roff"])
         t.red_rules = _i32(g["red_rules"])
+        t.goto_ptr = _i32(g["goto_ptr"])
+        t.goto_nt = _i32(g["goto_nt"])
+        t.goto_tgt = _i32(g["goto_tgt"])
         t.rule_len = _i32(g["rule_len"])
         t.rule_lhs = _i32(g["rule_lhs"])
         t.root_of_lex = _i32(g["root_of_lex"])
@@ -1066,6 +1077,39 @@ cdef inline int _cx_info(const CTables* t, CFamily* f, int32_t c, int flag) noex
 
 
 # ------------------------------------------------------------------------------------ GLR
+cdef inline Py_ssize_t _row_find(const int32_t* keys, Py_ssize_t lo, Py_ssize_t hi, int32_t key) noexcept nogil:
+    """The index of ``key`` in the strictly sorted ``keys[lo:hi]``, or -1. Rows are short (a
+    handful of actions, a few dozen at most), so a branch-free binary search for the last key
+    ``<= key``: the loop's one comparison becomes a conditional move and its trip count depends
+    only on the row length."""
+    cdef Py_ssize_t n = hi - lo, half
+    cdef const int32_t* b = keys + lo
+    if n <= 0:
+        return -1
+    while n > 1:
+        half = n >> 1
+        b = b + half if b[half] <= key else b
+        n -= half
+    return (b - keys) if b[0] == key else -1
+
+
+cdef inline Py_ssize_t _action(const CTables* t, int32_t st, int32_t term) noexcept nogil:
+    """The action entry of cell ``(st, term)``, or -1 when it neither shifts nor reduces."""
+    return _row_find(t.act_term, t.act_ptr[st], t.act_ptr[st + 1], term)
+
+
+cdef inline int32_t _shift(const CTables* t, int32_t st, int32_t term) noexcept nogil:
+    """The shift target of cell ``(st, term)``, or -1."""
+    cdef Py_ssize_t e = _action(t, st, term)
+    return t.act_shift[e] if e >= 0 else -1
+
+
+cdef inline int32_t _goto(const CTables* t, int32_t st, int32_t nt) noexcept nogil:
+    """The goto target of ``(st, nt)``, or -1."""
+    cdef Py_ssize_t e = _row_find(t.goto_nt, t.goto_ptr[st], t.goto_ptr[st + 1], nt)
+    return t.goto_tgt[e] if e >= 0 else -1
+
+
 cdef int _closure(const CTables* t, CFamily* f, const int32_t* front, int32_t n_front,
                   int32_t term) noexcept nogil:
     """Reduce closure of ``front`` on lookahead ``term`` into ``s_clo_state/s_clo_parent``:
@@ -1073,7 +1117,7 @@ cdef int _closure(const CTables* t, CFamily* f, const int32_t* front, int32_t n_
     reductions (a virtual node: only shifted nodes are interned). Returns -1 on OOM."""
     cdef IVec* cs = &f.s_clo_state
     cdef IVec* cp = &f.s_clo_parent
-    cdef Py_ssize_t i = 0, j, k
+    cdef Py_ssize_t i = 0, j, k, j0, j1
     cdef int32_t st, par, r, p, L, g, node, m
     cdef int dup
     cs.n = 0
@@ -1086,8 +1130,12 @@ cdef int _closure(const CTables* t, CFamily* f, const int32_t* front, int32_t n_
         st = cs.d[i]
         par = cp.d[i]
         i += 1
-        k = <Py_ssize_t>st * t.lr_nterm + term
-        for j in range(t.red_off[k], t.red_off[k + 1]):
+        k = _action(t, st, term)
+        if k < 0:
+            continue
+        j0 = t.act_roff[k]
+        j1 = t.act_roff[k + 1]
+        for j in range(j0, j1):
             r = t.red_rules[j]
             L = t.rule_len[r]
             # the item is (st, par): popping 1 reveals par, further pops follow parents
@@ -1105,7 +1153,7 @@ cdef int _closure(const CTables* t, CFamily* f, const int32_t* front, int32_t n_
                     m += 1
                 if p < 0:
                     continue  # pops below the bottom: an invalid path (never for valid tables)
-            g = t.goto_[<Py_ssize_t>f.node_state.d[p] * t.lr_nnt + t.rule_lhs[r]]
+            g = _goto(t, f.node_state.d[p], t.rule_lhs[r])
             if g < 0:
                 continue
             dup = 0
@@ -1122,22 +1170,21 @@ cdef int _closure(const CTables* t, CFamily* f, const int32_t* front, int32_t n_
 cdef int _can_shift(const CTables* t, CFamily* f, const int32_t* front, int32_t n_front,
                     int32_t term) noexcept nogil:
     """1 if some stack of ``front`` can shift ``term`` after reductions, 0 if not, -1 on OOM."""
-    cdef Py_ssize_t k
-    cdef int32_t st
+    cdef Py_ssize_t k, e
     cdef int any_action = 0
-    # fast path: no stack has any action on term
+    # fast path: no stack has any action on term (an entry that does not shift reduces)
     for k in range(n_front):
-        st = f.node_state.d[front[k]]
-        if t.shift[<Py_ssize_t>st * t.lr_nterm + term] >= 0:
-            return 1
-        if t.red_off[<Py_ssize_t>st * t.lr_nterm + term] != t.red_off[<Py_ssize_t>st * t.lr_nterm + term + 1]:
+        e = _action(t, f.node_state.d[front[k]], term)
+        if e >= 0:
+            if t.act_shift[e] >= 0:
+                return 1
             any_action = 1
     if not any_action:
         return 0
     if _closure(t, f, front, n_front, term):
         return -1
     for k in range(f.s_clo_state.n):
-        if t.shift[<Py_ssize_t>f.s_clo_state.d[k] * t.lr_nterm + term] >= 0:
+        if _shift(t, f.s_clo_state.d[k], term) >= 0:
             return 1
     return 0
 
@@ -1171,7 +1218,7 @@ cdef int _feed(const CTables* t, CFamily* f, const int32_t* front, int32_t n_fro
     if _closure(t, f, front, n_front, term):
         return -1
     for k in range(f.s_clo_state.n):
-        sh = t.shift[<Py_ssize_t>f.s_clo_state.d[k] * t.lr_nterm + term]
+        sh = _shift(t, f.s_clo_state.d[k], term)
         if sh >= 0:
             item = _intern(f, f.s_clo_state.d[k], f.s_clo_parent.d[k])
             if item < 0:
@@ -3266,14 +3313,16 @@ cdef class CommitBatch(_Batch):
         return res
 
 
-def next_terminal_sets(const int32_t[:, ::1] shift, const int32_t[::1] red_off, const int32_t[::1] lr_of_lex,
-                       const uint8_t[::1] lex_ignored, int fw):
+def next_terminal_sets(const int32_t[::1] act_ptr, const int32_t[::1] act_term, const int32_t[::1] act_shift,
+                       int n_terminals, const int32_t[::1] lr_of_lex, const uint8_t[::1] lex_ignored, int fw):
     """``(act_lex, follow_lex)`` of :func:`glrmask.runtime.tables.next_terminal_arrays`, in one
-    pass in C over the LR table (numpy's dense temporaries cost more than a small schema's whole
-    start). ``shift`` values must lie in ``[-1, n_states)`` (a table built in this process)."""
-    cdef Py_ssize_t n = shift.shape[0], T = shift.shape[1], L = lr_of_lex.shape[0], s, a, j, w
+    pass in C over the LR table's sparse action rows (every entry shifts or reduces; numpy's
+    temporaries cost more than a small schema's whole start). Values must be in range (a table
+    built in this process, or one validated by :func:`glrmask.lr.table.check_sparse_rows`)."""
+    cdef Py_ssize_t n = act_ptr.shape[0] - 1, T = n_terminals, L = lr_of_lex.shape[0], s, a, e, j, w
     cdef int32_t tgt, lr
-    if red_off.shape[0] != n * T + 1 or lex_ignored.shape[0] != L or fw * 64 < L:
+    if (n < 0 or T < 1 or act_term.shape[0] != act_shift.shape[0] or act_ptr[n] != act_term.shape[0]
+            or lex_ignored.shape[0] != L or fw * 64 < L):
         raise ValueError("next_terminal_sets: inconsistent shapes")
     ptr_a = np.zeros(T + 1, dtype=np.int64)
     cdef int64_t[::1] ptr = ptr_a
@@ -3305,16 +3354,17 @@ def next_terminal_sets(const int32_t[:, ::1] shift, const int32_t[::1] red_off, 
         for s in range(n):
             for w in range(fw):
                 act[s, w] = ign[w]
-            for a in range(T):
-                if shift[s, a] >= 0 or red_off[s * T + a + 1] > red_off[s * T + a]:
+            for e in range(act_ptr[s], act_ptr[s + 1]):
+                a = act_term[e]
+                if 0 <= a < T:
                     for j in range(ptr[a], ptr[a + 1]):
                         act[s, lex[j] >> 6] |= (<uint64_t>1) << (lex[j] & 63)
-        for s in range(n):
-            for a in range(T):
-                tgt = shift[s, a]
-                if 0 <= tgt < n:
-                    for w in range(fw):
-                        follow[a, w] |= act[tgt, w]
+        for e in range(act_term.shape[0]):
+            a = act_term[e]
+            tgt = act_shift[e]
+            if 0 <= tgt < n and 0 <= a < T:
+                for w in range(fw):
+                    follow[a, w] |= act[tgt, w]
         for a in range(T):
             for w in range(fw):
                 follow[a, w] |= ign[w]

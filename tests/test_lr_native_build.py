@@ -1,8 +1,9 @@
 """The native LR table builder (:mod:`glrmask_ext.lr_build`) builds exactly the table of the Python
 reference builder (``LRTable.build(..., native=False)``): the same method, notes, start and final
-states, state numbering, shift/goto tables, reduce lists and names — on the shipped grammars, the
-test corpora, random grammars, the LALR(1) fallback and JSONSchemaBench schemas — and fails the
-same way on the same bad input and budgets."""
+states, state numbering, sparse action and goto rows, reduce lists and names — on the shipped
+grammars, the test corpora, random grammars, the LALR(1) fallback and JSONSchemaBench schemas —
+and fails the same way on the same bad input and budgets. The dense views derived from the sparse
+rows agree with them cell by cell."""
 from __future__ import annotations
 
 import gzip
@@ -44,6 +45,30 @@ OPTIONS = {
 }
 
 
+SPARSE = ("act_ptr", "act_term", "act_shift", "act_roff", "reduce_rules", "goto_ptr", "goto_nt", "goto_tgt")
+
+
+def assert_dense_views_agree(t: LRTable) -> None:
+    """``shift_table``, ``goto_table`` and ``reduce_offsets`` hold exactly the sparse rows: every
+    entry's cell has its target and reduce range, every other cell is -1 / empty."""
+    n, T, n_nt = t.n_states, t.n_terminals, len(t.nonterminals)
+    shift, goto, off = t.shift_table, t.goto_table, t.reduce_offsets
+    assert shift.dtype == goto.dtype == off.dtype == np.int32
+    assert shift.shape == (n, T) and goto.shape == (n, n_nt) and off.shape == (n * T + 1,)
+    cells = np.repeat(np.arange(n) * T, np.diff(t.act_ptr)) + t.act_term
+    assert np.array_equal(shift.ravel()[cells], t.act_shift)
+    assert np.array_equal(off[cells], t.act_roff[:-1]) and np.array_equal(off[cells + 1], t.act_roff[1:])
+    other = np.ones(n * T, dtype=bool)
+    other[cells] = False
+    assert (shift.ravel()[other] == -1).all() and (np.diff(off)[other] == 0).all()
+    assert off[0] == 0 and off[-1] == len(t.reduce_rules)
+    gcells = np.repeat(np.arange(n) * n_nt, np.diff(t.goto_ptr)) + t.goto_nt
+    assert np.array_equal(goto.ravel()[gcells], t.goto_tgt)
+    gother = np.ones(n * n_nt, dtype=bool)
+    gother[gcells] = False
+    assert (goto.ravel()[gother] == -1).all()
+
+
 def assert_same_build(grammar: Grammar, **kw) -> LRTable:
     """Both builders give equal tables, or both raise the same glrmask error."""
     try:
@@ -54,6 +79,9 @@ def assert_same_build(grammar: Grammar, **kw) -> LRTable:
         assert str(got.value) == str(e)
         return None
     new = LRTable.build(grammar, native=True, **kw)
+    for name in SPARSE:
+        x, y = getattr(ref, name), getattr(new, name)
+        assert x.dtype == y.dtype == np.int32 and np.array_equal(x, y), name
     a, b = ref.to_arrays(), new.to_arrays()
     assert a.keys() == b.keys()
     for name in a:
@@ -215,3 +243,32 @@ def test_the_deadline_is_consulted_throughout_a_large_build(monkeypatch):
     LRTable.build(normalize(bnf_file("c_subset.bnf")), max_states=1_000, native=True)
     explored = [s for s in budget.stages if s == "LR table (item sets)"]
     assert len(explored) > 10  # every few thousand item operations, not once per stage
+
+
+# ---------------------------------------------------------------- sparse rows and dense views
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_dense_views_agree_with_the_sparse_rows_on_the_grammars(name):
+    t = LRTable.build(normalize(load_grammar(SOURCES[name])))
+    assert_dense_views_agree(t)
+    for s in range(t.n_states):  # the action rows and goto() read the sparse rows, not the views
+        for term in range(t.n_terminals):
+            a = t.action(s, term)
+            k = s * t.n_terminals + term
+            assert (a.shift if a.shift is not None else -1) == t.shift_table[s, term]
+            assert a.reduces == tuple(t.reduce_rules[t.reduce_offsets[k]:t.reduce_offsets[k + 1]].tolist())
+        for nt in range(len(t.nonterminals)):
+            g = t.goto(s, nt)
+            assert (g if g is not None else -1) == t.goto_table[s, nt]
+
+
+@needs_maskbench
+@pytest.mark.parametrize("name", FAST_SCHEMAS)
+def test_dense_views_agree_with_the_sparse_rows_on_schemas(name):
+    assert_dense_views_agree(LRTable.build(_schema_grammar(dict(_maskbench(2))[name])))
+
+
+def test_building_a_table_materializes_no_dense_view():
+    t = LRTable.build(normalize(load_grammar(SOURCES["json"])))
+    held = [v for v in vars(t).values() if isinstance(v, np.ndarray)]
+    assert sorted(map(id, held)) == sorted(id(getattr(t, name)) for name in SPARSE)
+    assert t.shift_table is t.shift_table  # computed on first access, then cached

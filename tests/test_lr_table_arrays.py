@@ -42,7 +42,8 @@ def same_table(a: LRTable, b: LRTable) -> None:
     assert a.nonterminals == b.nonterminals and a.nonterminal_index == b.nonterminal_index
     assert a.rules == b.rules and a.rule_lhs == b.rule_lhs and a.rule_len == b.rule_len
     assert (a.start_state, a.final_state) == (b.start_state, b.final_state)
-    for name in ("shift_table", "goto_table", "reduce_offsets", "reduce_rules"):
+    for name in ("act_ptr", "act_term", "act_shift", "act_roff", "reduce_rules", "goto_ptr", "goto_nt", "goto_tgt",
+                 "shift_table", "goto_table", "reduce_offsets"):
         x, y = getattr(a, name), getattr(b, name)
         assert x.dtype == y.dtype and np.array_equal(x, y), name
     assert a.rows == b.rows
@@ -109,18 +110,101 @@ def test_prefixed_keys_are_read():
     same_table(t, LRTable.from_arrays(arrays, prefix="lr/"))
 
 
+def test_the_stored_form_is_the_sparse_rows():
+    assert sorted(table("arithmetic").to_arrays()) == sorted(
+        ["lr_meta", "act_ptr", "act_term", "act_shift", "act_roff", "reduce_rules", "goto_ptr", "goto_nt", "goto_tgt"])
+
+
 def test_missing_array_is_an_artifact_error():
     arrays = table("arithmetic").to_arrays()
-    del arrays["goto_table"]
-    with pytest.raises(ArtifactError, match="goto_table"):
+    del arrays["goto_tgt"]
+    with pytest.raises(ArtifactError, match="goto_tgt"):
         LRTable.from_arrays(arrays)
 
 
-def test_out_of_range_shift_is_an_artifact_error():
-    arrays = table("arithmetic").to_arrays()
-    arrays["shift_table"] = arrays["shift_table"].copy()
-    arrays["shift_table"][0, 0] = arrays["shift_table"].shape[0]
-    with pytest.raises(ArtifactError, match="shift"):
+def damaged(name: str, change) -> dict[str, np.ndarray]:
+    """The arrays of a table with ``change`` applied to a copy of array ``name``."""
+    arrays = table("json").to_arrays()
+    arrays[name] = arrays[name].copy()
+    change(arrays[name])
+    return arrays
+
+
+def _longest_row(ptr: np.ndarray) -> int:
+    return int(np.argmax(np.diff(ptr)))
+
+
+def _swap_first_two_of_longest_row(ptr_name: str, key_name: str) -> dict[str, np.ndarray]:
+    arrays = table("json").to_arrays()
+    s = _longest_row(arrays[ptr_name])
+    lo = int(arrays[ptr_name][s])
+    key = arrays[key_name] = arrays[key_name].copy()
+    key[lo], key[lo + 1] = key[lo + 1], key[lo]
+    return arrays
+
+
+@pytest.mark.parametrize("ptr_name,key_name", [("act_ptr", "act_term"), ("goto_ptr", "goto_nt")])
+def test_an_unsorted_row_is_an_artifact_error(ptr_name, key_name):
+    with pytest.raises(ArtifactError, match=f"{key_name} rows are not sorted"):
+        LRTable.from_arrays(_swap_first_two_of_longest_row(ptr_name, key_name))
+
+
+def test_a_repeated_key_in_a_row_is_an_artifact_error():
+    arrays = table("json").to_arrays()
+    s = _longest_row(arrays["act_ptr"])
+    lo = int(arrays["act_ptr"][s])
+    arrays["act_term"] = arrays["act_term"].copy()
+    arrays["act_term"][lo + 1] = arrays["act_term"][lo]
+    with pytest.raises(ArtifactError, match="act_term rows are not sorted"):
+        LRTable.from_arrays(arrays)
+
+
+@pytest.mark.parametrize("name,what", [("act_shift", "shift target"), ("goto_tgt", "goto target"),
+                                       ("act_term", "act_term"), ("goto_nt", "goto_nt"),
+                                       ("reduce_rules", "reduce_rules")])
+def test_an_out_of_range_id_or_target_is_an_artifact_error(name, what):
+    arrays = table("json").to_arrays()
+    limit = {"act_shift": arrays["act_ptr"].size - 1, "goto_tgt": arrays["goto_ptr"].size - 1,
+             "act_term": table("json").n_terminals, "goto_nt": len(table("json").nonterminals),
+             "reduce_rules": len(table("json").rules)}[name]
+    bad = damaged(name, lambda a: a.__setitem__(len(a) - 1, limit))
+    with pytest.raises(ArtifactError, match=what):
+        LRTable.from_arrays(bad)
+
+
+def test_a_negative_shift_below_minus_one_is_an_artifact_error():
+    with pytest.raises(ArtifactError, match="shift target"):
+        LRTable.from_arrays(damaged("act_shift", lambda a: a.__setitem__(0, -2)))
+
+
+@pytest.mark.parametrize("name", ["act_ptr", "act_roff", "goto_ptr"])
+def test_a_decreasing_pointer_is_an_artifact_error(name):
+    def change(a):
+        i = int(np.argmax(np.diff(a))) + 1  # the end of the largest step goes below its start
+        a[i] = a[i - 1] - 1
+    with pytest.raises(ArtifactError, match=name):
+        LRTable.from_arrays(damaged(name, change))
+
+
+@pytest.mark.parametrize("name", ["act_ptr", "act_roff", "goto_ptr"])
+def test_a_pointer_past_its_array_is_an_artifact_error(name):
+    with pytest.raises(ArtifactError, match=name):
+        LRTable.from_arrays(damaged(name, lambda a: a.__setitem__(len(a) - 1, a[-1] + 1)))
+
+
+def test_pointers_for_different_state_counts_are_an_artifact_error():
+    arrays = table("json").to_arrays()
+    arrays["goto_ptr"] = np.append(arrays["goto_ptr"], arrays["goto_ptr"][-1]).astype(np.int32)
+    with pytest.raises(ArtifactError, match="n_states"):
+        LRTable.from_arrays(arrays)
+
+
+def test_an_entry_without_an_action_is_an_artifact_error():
+    arrays = table("json").to_arrays()
+    only_shifts = np.flatnonzero((arrays["act_shift"] >= 0) & (np.diff(arrays["act_roff"]) == 0))
+    arrays["act_shift"] = arrays["act_shift"].copy()
+    arrays["act_shift"][only_shifts[0]] = -1
+    with pytest.raises(ArtifactError, match="neither shifts nor reduces"):
         LRTable.from_arrays(arrays)
 
 

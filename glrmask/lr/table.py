@@ -22,8 +22,9 @@ every alternative.
 Two builders compute the same table, state for state: :mod:`glrmask_ext.lr_build` (the default; the
 LR table is the largest part of the time to the first mask for a new JSON Schema, and the native
 builder is 10-50x faster) and :class:`_Builder` in pure Python, kept as the readable reference and
-the test oracle (``LRTable.build(..., native=False)``). Either way the dense arrays are the table;
-the :class:`Action` rows are built from them per row on first use (:class:`_ArrayRows`).
+the test oracle (``LRTable.build(..., native=False)``). Either way the sparse rows (see
+:class:`LRTable`) are the table; the dense arrays and the :class:`Action` rows are derived from
+them on first use.
 """
 from __future__ import annotations
 
@@ -86,10 +87,23 @@ class LRTable:
     ``nonterminals`` (``$START`` is 0); rule ids index ``rules`` (rule 0 is the augmented rule).
     ``rule_lhs[r]`` is a nonterminal id and ``rule_len[r]`` the number of symbols popped.
 
-    Dense arrays for compiled consumers: ``shift_table[state, term]`` (target or -1),
-    ``goto_table[state, nonterminal]`` (target or -1) and the reduce lists in CSR form:
-    rules of cell ``(s, t)`` are ``reduce_rules[reduce_offsets[k]:reduce_offsets[k + 1]]`` with
-    ``k = s * n_terminals + t``.
+    The table is stored as sparse rows (int32 arrays, CSR), its canonical form:
+
+    * actions: the cells of state ``s`` that shift or reduce are entries
+      ``e in range(act_ptr[s], act_ptr[s + 1])``, sorted strictly by terminal ``act_term[e]``;
+      ``act_shift[e]`` is the shift target or -1 and the cell's reduce rules (sorted) are
+      ``reduce_rules[act_roff[e]:act_roff[e + 1]]``. Every entry shifts or reduces (an empty cell
+      has no entry), so ``reduce_rules`` lists the rules in (state, terminal) order;
+    * gotos: ``e in range(goto_ptr[s], goto_ptr[s + 1])``, sorted strictly by nonterminal
+      ``goto_nt[e]``, goes to ``goto_tgt[e]``.
+
+    Why sparse: on large JSON Schemas a state has a handful of actions among thousands of
+    terminals (0.1% of the cells), and writing dense tables of hundreds of MB was most of the time
+    to the first mask. The dense views for consumers that index cells directly —
+    ``shift_table[state, term]`` (target or -1), ``goto_table[state, nonterminal]`` (target or -1)
+    and ``reduce_offsets`` (cell ``(s, t)`` has rules ``reduce_rules[reduce_offsets[k]:
+    reduce_offsets[k + 1]]``, ``k = s * n_terminals + t``) — are computed from the rows on first
+    access and cached; the native runtime reads the rows themselves.
 
     ``ignored_terminals`` are the ids of the grammar's ``%ignore`` terminals: they have no actions
     (the runtime skips them; their stack effect is the identity). ``notes`` records decisions such
@@ -105,19 +119,55 @@ class LRTable:
     rule_len: list[int]
     start_state: int
     final_state: int
-    shift_table: np.ndarray
-    goto_table: np.ndarray
-    reduce_offsets: np.ndarray
+    act_ptr: np.ndarray
+    act_term: np.ndarray
+    act_shift: np.ndarray
+    act_roff: np.ndarray
     reduce_rules: np.ndarray
-    rows: "_ArrayRows | list[list[Action]]" = field(repr=False)
+    goto_ptr: np.ndarray
+    goto_nt: np.ndarray
+    goto_tgt: np.ndarray
     ignored_terminals: frozenset[int] = frozenset()
     notes: list[str] = field(default_factory=list)
     method: str = "lr1"
+    rows: "_ArrayRows" = field(init=False, repr=False)
+    _dense: dict = field(init=False, repr=False, default_factory=dict)
+    _dense_lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.rows = _ArrayRows(self.n_terminals, self.act_ptr, self.act_term, self.act_shift, self.act_roff,
+                               self.reduce_rules)
+
+    # -- dense views -----------------------------------------------------------------------------
+    @property
+    def shift_table(self) -> np.ndarray:
+        """``[n_states, n_terminals]`` int32: the shift target of each cell, or -1 (computed on
+        first access)."""
+        return self._dense_view("shift_table")
+
+    @property
+    def goto_table(self) -> np.ndarray:
+        """``[n_states, n_nonterminals]`` int32: the goto target of each cell, or -1."""
+        return self._dense_view("goto_table")
+
+    @property
+    def reduce_offsets(self) -> np.ndarray:
+        """``[n_states * n_terminals + 1]`` int32: the CSR over dense cells into ``reduce_rules``."""
+        return self._dense_view("reduce_offsets")
+
+    def _dense_view(self, name: str) -> np.ndarray:
+        x = self._dense.get(name)
+        if x is None:
+            with self._dense_lock:
+                x = self._dense.get(name)
+                if x is None:
+                    x = self._dense[name] = _densify(self, name)
+        return x
 
     # -- queries ---------------------------------------------------------------------------------
     @property
     def n_states(self) -> int:
-        return len(self.rows)
+        return len(self.act_ptr) - 1
 
     @property
     def n_terminals(self) -> int:
@@ -132,8 +182,11 @@ class LRTable:
 
     def goto(self, state: int, nonterminal: int | str) -> int | None:
         nt = self.nonterminal_index[nonterminal] if isinstance(nonterminal, str) else nonterminal
-        g = int(self.goto_table[state, nt])
-        return None if g < 0 else g
+        if not 0 <= nt < len(self.nonterminals):
+            raise IndexError(f"nonterminal id {nt} out of range")
+        lo, hi = int(self.goto_ptr[state]), int(self.goto_ptr[state + 1])
+        i = lo + int(np.searchsorted(self.goto_nt[lo:hi], nt))
+        return int(self.goto_tgt[i]) if i < hi and self.goto_nt[i] == nt else None
 
     def conflicts(self) -> list[tuple[int, int, Action]]:
         """Every ``(state, term_id, action)`` cell holding more than one alternative."""
@@ -146,9 +199,8 @@ class LRTable:
 
     # -- (de)serialization -----------------------------------------------------------------------
     def to_arrays(self) -> dict[str, np.ndarray]:
-        """Plain arrays for an artifact (no pickle): the dense tables as they are, and the names,
-        rules and bookkeeping as a ``uint8`` JSON blob ``lr_meta``. :meth:`from_arrays` rebuilds
-        the action rows from ``shift_table`` and the reduce CSR."""
+        """Plain arrays for an artifact (no pickle): the sparse rows as they are, and the names,
+        rules and bookkeeping as a ``uint8`` JSON blob ``lr_meta``."""
         from glrmask.json_blob import encode_json_blob
 
         meta = {
@@ -161,19 +213,16 @@ class LRTable:
             "notes": list(self.notes),
             "method": self.method,
         }
-        return {
-            "lr_meta": encode_json_blob(meta),
-            "shift_table": np.ascontiguousarray(self.shift_table, dtype=np.int32),
-            "goto_table": np.ascontiguousarray(self.goto_table, dtype=np.int32),
-            "reduce_offsets": np.ascontiguousarray(self.reduce_offsets, dtype=np.int32),
-            "reduce_rules": np.ascontiguousarray(self.reduce_rules, dtype=np.int32),
-        }
+        out = {"lr_meta": encode_json_blob(meta)}
+        for name in _LR_ARRAYS[1:]:
+            out[name] = np.ascontiguousarray(getattr(self, name), dtype=np.int32)
+        return out
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray], *, prefix: str = "") -> "LRTable":
-        """Rebuild a table from :meth:`to_arrays` (keys optionally prefixed). Checks names, shapes
-        and id ranges, raising :class:`ArtifactError`, so the GLR driver and compiled consumers
-        never index out of range."""
+        """Rebuild a table from :meth:`to_arrays` (keys optionally prefixed). Checks names, shapes,
+        id ranges and the sorted rows (:func:`check_sparse_rows`), raising :class:`ArtifactError`,
+        so the GLR driver and compiled consumers never index out of range."""
         return _table_from_arrays(arrays, prefix)
 
     # -- construction ----------------------------------------------------------------------------
@@ -572,45 +621,35 @@ def _minimize(trans, reduces, start, final):
 
 
 def _assemble(b: _Builder, trans, reduces, start, final, notes, method) -> LRTable:
-    """The dense arrays of the Python builder's sparse rows (the action rows are built from them
-    on first use, exactly as for a table read from arrays)."""
-    n, T, n_nt = len(trans), b.T, len(b.nonterminals)
-    shift = np.full((n, T), -1, dtype=np.int32)
-    goto = np.full((n, n_nt), -1, dtype=np.int32)
-    counts = np.zeros(n * T, dtype=np.int64)
-    for s in range(n):
-        for x, tgt in trans[s].items():
-            if x < T:
-                shift[s, x] = tgt
-            else:
-                goto[s, x - T] = tgt
-        for t, rs in reduces[s].items():
-            counts[s * T + t] = len(rs)
-    offsets = np.zeros(n * T + 1, dtype=np.int32)
-    offsets[1:] = np.cumsum(counts)
-    flat = [r for s in range(n) for t in sorted(reduces[s]) for r in reduces[s][t]]
-    return _table(b, start, final, shift, goto, offsets, np.asarray(flat, dtype=np.int32), notes, method)
+    """The sparse rows of the Python builder's transitions and reduce lists (the native builder
+    exports the same arrays, :meth:`glrmask_ext.lr_build.Automaton.tables`)."""
+    T = b.T
+    act_ptr, act_term, act_shift, act_roff, flat = [0], [], [], [0], []
+    goto_ptr, goto_nt, goto_tgt = [0], [], []
+    for s in range(len(trans)):
+        row, red = trans[s], reduces[s]
+        for t in sorted({x for x in row if x < T} | set(red)):
+            act_term.append(t)
+            act_shift.append(row.get(t, -1))
+            flat.extend(red.get(t, ()))
+            act_roff.append(len(flat))
+        act_ptr.append(len(act_term))
+        for x in sorted(x for x in row if x >= T):
+            goto_nt.append(x - T)
+            goto_tgt.append(row[x])
+        goto_ptr.append(len(goto_nt))
+    arrays = [np.asarray(a, dtype=np.int32)
+              for a in (act_ptr, act_term, act_shift, act_roff, flat, goto_ptr, goto_nt, goto_tgt)]
+    return _table(b, start, final, arrays, notes, method)
 
 
-def _table(b: _Symbols, start: int, final: int, shift: np.ndarray, goto: np.ndarray,
-           offsets: np.ndarray, flat: np.ndarray, notes: list[str], method: str) -> LRTable:
+def _table(b: _Symbols, start: int, final: int, arrays: list[np.ndarray], notes: list[str],
+           method: str) -> LRTable:
+    """The table of a builder's sparse arrays, in the order of :data:`_LR_ARRAYS` (after ``lr_meta``)."""
     return LRTable(
-        terminals=b.terminals,
-        terminal_index=b.terminal_index,
-        nonterminals=b.nonterminals,
-        nonterminal_index=b.nonterminal_index,
-        rules=b.rules,
-        rule_lhs=b.rule_lhs,
-        rule_len=b.rule_len,
-        start_state=start,
-        final_state=final,
-        shift_table=shift,
-        goto_table=goto,
-        reduce_offsets=offsets,
-        reduce_rules=flat,
-        rows=_ArrayRows(shift, offsets, flat),
-        ignored_terminals=frozenset(b.terminal_index[t] for t in b.grammar.ignore
-                                    if t in b.terminal_index),
+        b.terminals, b.terminal_index, b.nonterminals, b.nonterminal_index, b.rules, b.rule_lhs, b.rule_len,
+        start, final, *arrays,
+        ignored_terminals=frozenset(b.terminal_index[t] for t in b.grammar.ignore if t in b.terminal_index),
         notes=notes,
         method=method,
     )
@@ -637,26 +676,48 @@ def _native_build(b: _Symbols, max_states: int, max_lalr_states: int, merge: boo
                 f"LR table: LALR(1) automaton exceeds max_lalr_states={max_lalr_states}"
             )
     n = auto.n_states
-    start, final, shift, goto, offsets, flat = auto.tables(merge)
+    start, final, *arrays = auto.tables(merge)
     if final < 0:
         raise GrammarError("the grammar derives no sentence")
-    if merge and shift.shape[0] != n:
-        notes.append(f"merged {n} states into {shift.shape[0]} with identical rows")
-    return _table(b, start, final, shift, goto, offsets, flat, notes, method)
+    if merge and len(arrays[0]) - 1 != n:
+        notes.append(f"merged {n} states into {len(arrays[0]) - 1} with identical rows")
+    return _table(b, start, final, arrays, notes, method)
 
 
-_LR_ARRAYS = ("lr_meta", "shift_table", "goto_table", "reduce_offsets", "reduce_rules")
+_LR_ARRAYS = ("lr_meta", "act_ptr", "act_term", "act_shift", "act_roff", "reduce_rules", "goto_ptr", "goto_nt",
+              "goto_tgt")
+"""The arrays of :meth:`LRTable.to_arrays`; after ``lr_meta``, the order of the sparse fields."""
+
+
+def _densify(t: LRTable, name: str) -> np.ndarray:
+    """One dense view of ``t``'s sparse rows (see :class:`LRTable`)."""
+    n, T, n_nt = t.n_states, t.n_terminals, len(t.nonterminals)
+    if name == "goto_table":
+        out = np.full((n, n_nt), -1, dtype=np.int32)
+        out[np.repeat(np.arange(n), np.diff(t.goto_ptr)), t.goto_nt] = t.goto_tgt
+        return out
+    if n * T + 1 > 0x7FFFFFFF:
+        raise GrammarTooComplex("LR table: the dense action table exceeds 2**31 cells (int32 offsets)")
+    cell = np.repeat(np.arange(n, dtype=np.int64) * T, np.diff(t.act_ptr)) + t.act_term
+    if name == "shift_table":
+        out = np.full(n * T, -1, dtype=np.int32)
+        out[cell] = t.act_shift
+        return out.reshape(n, T)
+    counts = np.zeros(n * T + 1, dtype=np.int32)
+    counts[cell + 1] = np.diff(t.act_roff)
+    return np.cumsum(counts, dtype=np.int32)
 
 
 class _ArrayRows:
-    """The action rows of a table read from arrays, built row by row on first use: the native
-    runtime reads the arrays themselves, so a loaded artifact does not pay for Python rows
+    """The action rows of a table, built row by row from the sparse rows on first use: the native
+    runtime reads the arrays themselves, so a compiled or loaded table does not pay for Python rows
     (``Action`` objects per cell) unless the reference recognizer or a compile stage asks."""
 
-    def __init__(self, shift: np.ndarray, offsets: np.ndarray, flat: np.ndarray) -> None:
-        self._shift, self._offsets, self._flat = shift, offsets, flat
-        self._T = shift.shape[1]
-        self._rows: list = [None] * shift.shape[0]
+    def __init__(self, T: int, ptr: np.ndarray, term: np.ndarray, shift: np.ndarray, roff: np.ndarray,
+                 flat: np.ndarray) -> None:
+        self._T = T
+        self._ptr, self._term, self._shift, self._roff, self._flat = ptr, term, shift, roff, flat
+        self._rows: list = [None] * (len(ptr) - 1)
         self._interned: dict[Action, Action] = {}
         self._lock = threading.Lock()
 
@@ -682,20 +743,66 @@ class _ArrayRows:
         return row
 
     def _build(self, s: int) -> list:
-        # a cell has an action iff it shifts or reduces; accept = shift on the $END column
-        T, end = self._T, self._T - 1
-        shift = self._shift[s].tolist()
-        offs = self._offsets[s * T:(s + 1) * T + 1].tolist()
-        lo, hi = offs[0], offs[-1]
-        flat = self._flat[lo:hi].tolist()
-        row = [EMPTY_ACTION] * T
-        for t in range(T):
-            tgt = shift[t]
-            a0, a1 = offs[t] - lo, offs[t + 1] - lo
-            if tgt >= 0 or a1 > a0:
-                a = Action(None if tgt < 0 else tgt, tuple(flat[a0:a1]), t == end and tgt >= 0)
-                row[t] = self._interned.setdefault(a, a)
+        # accept = shift on the $END column
+        end = self._T - 1
+        lo, hi = int(self._ptr[s]), int(self._ptr[s + 1])
+        terms = self._term[lo:hi].tolist()
+        shifts = self._shift[lo:hi].tolist()
+        roff = self._roff[lo:hi + 1].tolist()
+        flat = self._flat[roff[0]:roff[-1]].tolist()
+        base = roff[0]
+        row = [EMPTY_ACTION] * self._T
+        for i, t in enumerate(terms):
+            tgt = shifts[i]
+            a = Action(None if tgt < 0 else tgt, tuple(flat[roff[i] - base:roff[i + 1] - base]), t == end and tgt >= 0)
+            row[t] = self._interned.setdefault(a, a)
         return row
+
+
+def check_sparse_rows(arrays: Mapping[str, np.ndarray], n_terminals: int, n_nonterminals: int, n_rules: int,
+                      bad) -> int:
+    """Validate the sparse rows of an LR table (``arrays`` keyed as :data:`_LR_ARRAYS`, int32, 1-d)
+    with vectorized checks, raising ``bad(what)``: pointers start at 0, never decrease and end at
+    their arrays' lengths; rows are sorted strictly by terminal / nonterminal; every action entry
+    shifts or reduces; targets, terminal, nonterminal and rule ids are in range. Returns the number
+    of states. Why this much: the native runtime binary-searches the rows and follows targets
+    without bounds checks, so an artifact (untrusted) must be proven well-formed first."""
+    ptr, term, shift, roff = arrays["act_ptr"], arrays["act_term"], arrays["act_shift"], arrays["act_roff"]
+    flat, gptr, gnt, gtgt = arrays["reduce_rules"], arrays["goto_ptr"], arrays["goto_nt"], arrays["goto_tgt"]
+    n = len(ptr) - 1
+    if n < 1 or len(gptr) != n + 1:
+        raise bad("act_ptr/goto_ptr must have n_states + 1 >= 2 entries each")
+
+    def csr(p: np.ndarray, n_items: int, name: str) -> None:
+        if int(p[0]) != 0 or int(p[-1]) != n_items or bool((np.diff(p) < 0).any()):
+            raise bad(f"{name} must be non-decreasing offsets from 0 to {n_items}")
+
+    def in_range(x: np.ndarray, lo: int, hi: int, name: str) -> None:
+        if x.size and (int(x.min()) < lo or int(x.max()) >= hi):
+            raise bad(f"{name} has a value outside [{lo}, {hi})")
+
+    def sorted_rows(p: np.ndarray, key: np.ndarray, name: str) -> None:
+        if len(key) > 1:
+            starts = np.zeros(len(key), dtype=bool)
+            starts[p[:-1][p[:-1] < len(key)]] = True
+            if bool((~starts[1:] & (key[1:] <= key[:-1])).any()):
+                raise bad(f"{name} rows are not sorted strictly by key")
+
+    if len(shift) != len(term) or len(roff) != len(term) + 1 or len(gtgt) != len(gnt):
+        raise bad("act_term/act_shift/act_roff or goto_nt/goto_tgt lengths disagree")
+    csr(ptr, len(term), "act_ptr")
+    csr(roff, len(flat), "act_roff")
+    csr(gptr, len(gnt), "goto_ptr")
+    in_range(term, 0, n_terminals, "act_term")
+    in_range(shift, -1, n, "act_shift (a shift target)")
+    in_range(flat, 0, n_rules, "reduce_rules")
+    in_range(gnt, 0, n_nonterminals, "goto_nt")
+    in_range(gtgt, 0, n, "goto_tgt (a goto target)")
+    sorted_rows(ptr, term, "act_term")
+    sorted_rows(gptr, gnt, "goto_nt")
+    if bool(((shift < 0) & (roff[1:] == roff[:-1])).any()):
+        raise bad("an action entry neither shifts nor reduces")
+    return n
 
 
 def _table_from_arrays(arrays: Mapping[str, np.ndarray], prefix: str) -> LRTable:
@@ -709,17 +816,14 @@ def _table_from_arrays(arrays: Mapping[str, np.ndarray], prefix: str) -> LRTable
     def bad(what: str) -> ArtifactError:
         return ArtifactError(f"LR table arrays are inconsistent: {what}")
 
-    def want(name: str, ndim: int) -> np.ndarray:
+    def want(name: str) -> np.ndarray:
         x = np.asarray(arrays[prefix + name])
-        if x.dtype != np.int32 or x.ndim != ndim:
-            raise ArtifactError(
-                f"LR table array {prefix + name!r}: expected {ndim}-d int32, got {x.ndim}-d {x.dtype}"
-            )
-        return x
+        if x.dtype != np.int32 or x.ndim != 1:
+            raise ArtifactError(f"LR table array {prefix + name!r}: expected 1-d int32, got {x.ndim}-d {x.dtype}")
+        return np.ascontiguousarray(x)
 
     meta = decode_json_blob(arrays[prefix + "lr_meta"], f"LR table array {prefix + 'lr_meta'!r}")
-    shift, goto = want("shift_table", 2), want("goto_table", 2)
-    offsets, flat = want("reduce_offsets", 1), want("reduce_rules", 1)
+    sparse = {name: want(name) for name in _LR_ARRAYS[1:]}
     terminals = _str_list(meta, "terminals", bad)
     nonterminals = _str_list(meta, "nonterminals", bad)
     raw_rules = _field(meta, "rules", list, bad)
@@ -746,38 +850,16 @@ def _table_from_arrays(arrays: Mapping[str, np.ndarray], prefix: str) -> LRTable
         if r.lhs not in nonterminal_index or any(
                 x not in terminal_index and x not in nonterminal_index for x in r.rhs):
             raise bad(f"rule {r} names an unknown symbol")
-    n = shift.shape[0]
-    if shift.shape[1] != T or goto.shape != (n, n_nt):
-        raise bad("shift_table/goto_table shapes do not match the symbol counts")
-    if n == 0 or not (0 <= start < n and 0 <= final < n):
+    n = check_sparse_rows(sparse, T, n_nt, len(rules), bad)
+    if not (0 <= start < n and 0 <= final < n):
         raise bad("start or final state out of range")
-    if shift.size and (shift.min() < -1 or shift.max() >= n):
-        raise bad("a shift targets a state out of range")
-    if goto.size and (goto.min() < -1 or goto.max() >= n):
-        raise bad("a goto targets a state out of range")
-    if offsets.shape != (n * T + 1,) or offsets[0] != 0 or (np.diff(offsets) < 0).any():
-        raise bad("reduce_offsets must be a non-decreasing offset array of n_states*n_terminals+1 entries")
-    if flat.shape != (int(offsets[-1]),) or (flat.size and (flat.min() < 0 or flat.max() >= len(rules))):
-        raise bad("reduce_rules length or rule ids out of range")
     if not all(isinstance(t, int) and 0 <= t < T for t in ignored):
         raise bad("ignored terminal ids out of range")
 
-    rows = _ArrayRows(shift, offsets, flat)
     return LRTable(
-        terminals=terminals,
-        terminal_index=terminal_index,
-        nonterminals=nonterminals,
-        nonterminal_index=nonterminal_index,
-        rules=rules,
-        rule_lhs=[nonterminal_index[r.lhs] for r in rules],
-        rule_len=[len(r.rhs) for r in rules],
-        start_state=start,
-        final_state=final,
-        shift_table=shift,
-        goto_table=goto,
-        reduce_offsets=offsets,
-        reduce_rules=flat,
-        rows=rows,
+        terminals, terminal_index, nonterminals, nonterminal_index, rules,
+        [nonterminal_index[r.lhs] for r in rules], [len(r.rhs) for r in rules], start, final,
+        *(sparse[name] for name in _LR_ARRAYS[1:]),
         ignored_terminals=frozenset(ignored),
         notes=notes,
         method=method,

@@ -117,7 +117,7 @@ def runtime_arrays_from_stored(stored: Mapping[str, np.ndarray], lexer, table, i
         raise ArtifactError("runtime: inconsistent lexer arrays")
 
     lr = _lr_arrays(table, lr_of_lex)
-    lr_n = lr["shift"].shape[0]
+    lr_n = lr["act_ptr"].shape[0] - 1
 
     n_classes = int(_want(stored, "n_classes", np.int64, 1)[0])
     if not 0 <= n_classes < 1 << 24:
@@ -190,31 +190,37 @@ def runtime_arrays_from_stored(stored: Mapping[str, np.ndarray], lexer, table, i
 
 
 def _lr_arrays(table, lr_of_lex: np.ndarray, *, check: bool = True) -> dict[str, np.ndarray]:
-    """The LR table's arrays for the runtime, checked (a table read from an artifact is untrusted;
-    ``check=False`` for a table built in this process, whose dense arrays would cost more to
-    check than the whole start of a dynamic mask)."""
-    shift = np.ascontiguousarray(table.shift_table, dtype=np.int32)
-    goto = np.ascontiguousarray(table.goto_table, dtype=np.int32)
-    lr_n, lr_nterm = shift.shape
-    red_off = np.ascontiguousarray(table.reduce_offsets, dtype=np.int32)
-    red_rules = np.ascontiguousarray(table.reduce_rules, dtype=np.int32)
+    """The LR table's sparse rows for the runtime (:class:`~glrmask.lr.table.LRTable`; the dense
+    views are never materialized), checked unless ``check=False`` (a table built in this
+    process is right by construction; one read from an artifact is untrusted)."""
+    arrays = {name: np.ascontiguousarray(getattr(table, name), dtype=np.int32) for name in _LR_SPARSE}
     rule_len = np.asarray(table.rule_len, dtype=np.int32)
     rule_lhs = np.asarray(table.rule_lhs, dtype=np.int32)
     if check:
-        _check_lr(table, shift, goto, red_off, red_rules, rule_len, rule_lhs, lr_of_lex)
-    return {"shift": shift, "goto": goto, "red_off": red_off, "red_rules": red_rules, "rule_len": rule_len,
-            "rule_lhs": rule_lhs, "end_id": np.int64(table.end_id), "lr_start": np.int64(table.start_state)}
+        _check_lr(table, arrays, rule_len, rule_lhs, lr_of_lex)
+    out = {_LR_SPARSE[name]: a for name, a in arrays.items()}
+    out.update({"rule_len": rule_len, "rule_lhs": rule_lhs, "lr_nterm": np.int64(table.n_terminals),
+                "lr_nnt": np.int64(len(table.nonterminals)), "end_id": np.int64(table.end_id),
+                "lr_start": np.int64(table.start_state)})
+    return out
 
 
-def _check_lr(table, shift, goto, red_off, red_rules, rule_len, rule_lhs, lr_of_lex) -> None:
-    lr_n, lr_nterm = shift.shape
-    _in_range(shift, -1, lr_n, "LR shift")
-    _in_range(goto, -1, lr_n, "LR goto")
-    if goto.shape[0] != lr_n:
-        raise ArtifactError("runtime: LR goto table has the wrong number of states")
-    _csr(red_off, lr_n * lr_nterm, len(red_rules), "LR reduce_offsets")
-    _in_range(red_rules, 0, len(rule_len), "LR reduce_rules")
-    _in_range(rule_lhs, 0, goto.shape[1], "LR rule_lhs")
+_LR_SPARSE = {"act_ptr": "act_ptr", "act_term": "act_term", "act_shift": "act_shift", "act_roff": "act_roff",
+              "reduce_rules": "red_rules", "goto_ptr": "goto_ptr", "goto_nt": "goto_nt", "goto_tgt": "goto_tgt"}
+"""LR table field -> runtime array name."""
+
+
+def _check_lr(table, arrays: Mapping[str, np.ndarray], rule_len, rule_lhs, lr_of_lex) -> None:
+    """The sparse rows well-formed and in range (:func:`glrmask.lr.table.check_sparse_rows`, all
+    vectorized), and the rule and terminal maps consistent with them."""
+    from glrmask.lr.table import check_sparse_rows
+
+    lr_nterm, lr_nnt = table.n_terminals, len(table.nonterminals)
+    if len(rule_len) != len(rule_lhs):
+        raise ArtifactError("runtime: LR rule arrays disagree in length")
+    lr_n = check_sparse_rows(arrays, lr_nterm, lr_nnt, len(rule_len),
+                             lambda what: ArtifactError(f"runtime: LR table arrays are inconsistent: {what}"))
+    _in_range(rule_lhs, 0, lr_nnt, "LR rule_lhs")
     _in_range(rule_len, 0, 1 << 20, "LR rule_len")
     _in_range(lr_of_lex, -1, lr_nterm, "terminal map")
     if not 0 <= table.start_state < lr_n or not 0 <= table.end_id < lr_nterm:
@@ -240,8 +246,9 @@ def next_terminal_arrays(table, lr_of_lex: np.ndarray, lex_ignored: np.ndarray, 
     states explored) to the end of every token."""
     from glrmask_ext.runtime import next_terminal_sets
 
-    act, follow = next_terminal_sets(np.ascontiguousarray(table.shift_table, dtype=np.int32),
-                                     np.ascontiguousarray(table.reduce_offsets, dtype=np.int32),
+    act, follow = next_terminal_sets(np.ascontiguousarray(table.act_ptr, dtype=np.int32),
+                                     np.ascontiguousarray(table.act_term, dtype=np.int32),
+                                     np.ascontiguousarray(table.act_shift, dtype=np.int32), table.n_terminals,
                                      np.ascontiguousarray(lr_of_lex, dtype=np.int32),
                                      np.ascontiguousarray(lex_ignored, dtype=np.uint8), fut_words)
     return {"act_lex": act, "follow_lex": follow}
