@@ -48,11 +48,14 @@ class NormalFormViolation(GlrmaskError):
 # ---------------------------------------------------------------------------------------------
 # post-condition
 # ---------------------------------------------------------------------------------------------
-def check_normalized(grammar: Grammar) -> None:
+def check_normalized(grammar: Grammar, *, _structure_only: bool = False) -> None:
     """Raise :class:`NormalFormViolation` unless ``grammar`` is in the normal form above: every
     nonterminal on a right-hand side has rules, the only ε-rule is ``start -> ε`` with ``start`` on
     no right-hand side, and the right-end graph is acyclic (no ``A -> A``, no unit cycles, no
-    direct or indirect right recursion)."""
+    direct or indirect right recursion).
+
+    ``_structure_only`` (for :func:`normalize`, which has just searched the same rules for a
+    right-end cycle) skips that search."""
     lhs_set = {r.lhs for r in grammar.rules}
     if grammar.start not in lhs_set:
         raise NormalFormViolation(f"start symbol {grammar.start!r} has no rules")
@@ -65,7 +68,11 @@ def check_normalized(grammar: Grammar) -> None:
     for r in grammar.rules:
         if not r.rhs and (r.lhs != grammar.start or grammar.start in on_rhs):
             raise NormalFormViolation(f"ε-rule {r} is not the start symbol's documented ε-rule")
-    cycle = _find_cycle(_right_end_graph(grammar.rules, grammar.terminals))
+    if not _structure_only:
+        _check_acyclic(_find_cycle(_right_end_graph(grammar.rules, grammar.terminals)))
+
+
+def _check_acyclic(cycle: list[str] | None) -> None:
     if cycle is not None:
         raise NormalFormViolation("right-end graph has a cycle: " + " → ".join(cycle))
 
@@ -79,23 +86,30 @@ def _right_end_graph(rules: list[Rule], terminals) -> dict[str, set[str]]:
     return g
 
 
-def _derivable(rules: list[Rule], given) -> set[str]:
+def _derivable(rules: list[Rule], needs: list) -> tuple[set[str], list[int]]:
     """The least set ``S`` of left-hand sides such that ``A ∈ S`` whenever some rule ``A → X1…Xn``
-    has every ``Xi`` in ``S`` or in ``given`` (``given`` = the terminals: productive symbols;
-    empty: nullable ones). A worklist over per-rule counts of unsatisfied occurrences, linear in
-    the grammar's size — a round-robin fixpoint needs one round per link of a rule chain."""
-    pending: list[int] = []
+    has every symbol of ``needs[i]`` (its occurrences not given: the nonterminals for productive
+    symbols, the whole right-hand side for nullable ones) in ``S``. A worklist over per-rule counts
+    of unsatisfied occurrences, linear in the grammar's size — a round-robin fixpoint needs one
+    round per link of a rule chain. Also returns those counts: rule ``i`` has all its symbols in
+    ``S`` iff ``pending[i] == 0``."""
+    pending = [len(need) for need in needs]
     users: dict[str, list[int]] = {}
     out: set[str] = set()
     work: list[str] = []
-    for i, r in enumerate(rules):
-        need = [x for x in r.rhs if x not in given]
-        pending.append(len(need))
-        for x in need:
-            users.setdefault(x, []).append(i)
-        if not need and r.lhs not in out:
-            out.add(r.lhs)
-            work.append(r.lhs)
+    for i, need in enumerate(needs):
+        if need:
+            for x in need:
+                u = users.get(x)
+                if u is None:
+                    users[x] = [i]
+                else:
+                    u.append(i)
+        else:
+            lhs = rules[i].lhs
+            if lhs not in out:
+                out.add(lhs)
+                work.append(lhs)
     while work:
         a = work.pop()
         for i in users.get(a, ()):
@@ -105,7 +119,7 @@ def _derivable(rules: list[Rule], given) -> set[str]:
                 if lhs not in out:
                     out.add(lhs)
                     work.append(lhs)
-    return out
+    return out, pending
 
 
 def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -157,6 +171,7 @@ class _Normalizer:
         self.counter = 0
         self.clock = current_budget()
         self.steps = 0
+        self._labels: dict[str, str] = {}
 
     # -- helpers ---------------------------------------------------------------------------------
     def fresh(self, base: str, kind: str) -> str:
@@ -175,7 +190,10 @@ class _Normalizer:
 
     def budget(self, n: int, step: str) -> None:
         self.steps += 1
-        self.clock.tick(f"normalize ({step})", self.steps)
+        label = self._labels.get(step)
+        if label is None:
+            label = self._labels[step] = f"normalize ({step})"
+        self.clock.tick(label, self.steps)
         if n > self.max_rules:
             raise GrammarTooComplex(
                 f"normalize: step '{step}' exceeded max_rules={self.max_rules} ({n} rules; limit "
@@ -190,6 +208,7 @@ class _Normalizer:
         rules = self.clean(rules, start)
         rules, start = self.eliminate_epsilon(rules, start)
         rules = self.clean(rules, start)
+        acyclic = False
         for _ in range(100):
             self.tick("fixed point")
             before = rules
@@ -197,8 +216,17 @@ class _Normalizer:
             rules = self.break_right_recursion(rules, start)
             if rules == before:  # nothing to collapse or break: ``before`` is clean already
                 break
-            rules = self.clean(_dedupe(rules), start)
+            # (both steps return duplicate-free lists: only rules of one lhs can be equal, and
+            # each lhs's rules come out deduplicated)
+            rules = self.clean(rules, start)
             if rules == before:
+                break
+            # a unit cycle or an ``A -> A`` is a right-end cycle, so on an acyclic right-end graph
+            # the next round would collapse and break nothing and return these rules unchanged;
+            # the search is the post-condition's, done once here
+            cycle = _find_cycle(_right_end_graph(rules, self.terms))
+            if cycle is None:
+                acyclic = True
                 break
         else:  # pragma: no cover - the steps cannot undo each other
             raise NormalFormViolation("normalize did not reach a fixed point")
@@ -210,38 +238,50 @@ class _Normalizer:
             source_name=self.g.source_name,
             warnings=list(self.g.warnings),
         )
-        check_normalized(out)
+        check_normalized(out, _structure_only=acyclic)
         return out
 
     # -- 1. unproductive / unreachable -------------------------------------------------------------
     def clean(self, rules: list[Rule], start: str) -> list[Rule]:
         terms = self.terms
         self.tick("removing unproductive symbols")
-        productive = _derivable(rules, terms)
+        # each rule's nonterminal occurrences: productivity waits for them, reachability follows them
+        nts = [[x for x in r.rhs if x not in terms] for r in rules]
+        productive, pending = _derivable(rules, nts)
         if start not in productive:
             raise GrammarError(
                 f"{self.g.source_name}: the grammar's language is empty "
                 f"(start symbol {start!r} derives no terminal string)"
             )
-        rules = [r for r in rules if r.lhs in productive and all(
-            s in terms or s in productive for s in r.rhs)]
-        by_lhs = _by_lhs(rules)
+        # a rule is kept iff all its symbols are productive (its lhs then is too)
+        if any(pending):
+            keep = [i for i, p in enumerate(pending) if not p]
+            rules = [rules[i] for i in keep]
+            nts = [nts[i] for i in keep]
+        by_lhs: dict[str, list[list[str]]] = {}
+        for r, need in zip(rules, nts):
+            u = by_lhs.get(r.lhs)
+            if u is None:
+                by_lhs[r.lhs] = [need]
+            else:
+                u.append(need)
         reach = {start}
         work = [start]
         while work:
-            a = work.pop()
-            for r in by_lhs.get(a, ()):
-                for s in r.rhs:
-                    if s not in terms and s not in reach:
+            for need in by_lhs[work.pop()]:  # a productive symbol has a kept rule
+                for s in need:
+                    if s not in reach:
                         reach.add(s)
                         work.append(s)
+        if len(reach) == len(by_lhs):
+            return rules
         return [r for r in rules if r.lhs in reach]
 
     # -- 2. ε-elimination --------------------------------------------------------------------------
     def eliminate_epsilon(self, rules: list[Rule], start: str) -> tuple[list[Rule], str]:
         terms = self.terms
         self.tick("ε-elimination")
-        nullable = _derivable(rules, frozenset())
+        nullable, _ = _derivable(rules, [r.rhs for r in rules])
         if not nullable:
             return rules, start
         out: list[Rule] = []
@@ -250,9 +290,9 @@ class _Normalizer:
         def nonempty_alts(seq: tuple[str, ...]) -> list[tuple[str, ...]]:
             """Alternatives (each non-empty) whose union is L(seq) minus ε, where every symbol
             already stands for its ε-free language."""
-            k = sum(1 for s in seq if s in nullable)
-            if k == 0:
+            if nullable.isdisjoint(seq):
                 return [seq] if seq else []
+            k = sum(1 for s in seq if s in nullable)
             if k <= _DIRECT_EXPANSION_LIMIT:
                 alts: list[tuple[str, ...]] = [()]
                 for s in seq:
@@ -288,6 +328,10 @@ class _Normalizer:
             return (name,)
 
         for r in rules:
+            if r.rhs and nullable.isdisjoint(r.rhs):
+                out.append(r)  # its only alternative is itself
+                self.budget(len(out), "ε-elimination")
+                continue
             for alt in nonempty_alts(r.rhs):
                 out.append(Rule(r.lhs, alt))
                 self.budget(len(out), "ε-elimination")
@@ -310,14 +354,15 @@ class _Normalizer:
         for comp in _sccs(nodes, unit):
             if len(comp) > 1:
                 # equal languages within a unit cycle (no ε-rules): keep one name, the start if there
-                keep = start if start in comp else min(comp, key=nodes.index)
+                keep = start if start in comp else min(comp)  # the first in ``nodes``, sorted
                 for a in comp:
                     rep[a] = keep
         if rep:
-            rules = [
+            rules = _dedupe([
                 Rule(rep.get(r.lhs, r.lhs), tuple(rep.get(s, s) for s in r.rhs)) for r in rules
-            ]
-        return [r for r in _dedupe(rules) if r.rhs != (r.lhs,)]
+            ])
+        # (without renaming, the rules arrive duplicate-free: they come from clean)
+        return [r for r in rules if len(r.rhs) != 1 or r.rhs[0] != r.lhs]
 
     # -- 4. right recursion ------------------------------------------------------------------------
     def break_right_recursion(self, rules: list[Rule], start: str) -> list[Rule]:
@@ -340,6 +385,7 @@ class _Normalizer:
             result = self._break_by_hubs(part, members, graph, cap=corner_size)
             if result is None:
                 result = self._break_by_right_corners(part, members)
+            result = {a: _dedupe(rs) for a, rs in result.items()}
             total = len(rules) - comp_rules + sum(len(v) for v in result.values())
             self.budget(total, "right-recursion elimination")
             for a in members:
@@ -479,9 +525,11 @@ def _feedback_vertices(members: list[str], graph: dict[str, set[str]]) -> set[st
     """A small set of vertices meeting every cycle of the component (greedy: self-loops first,
     then the vertex with the most in×out edges in each remaining cyclic component)."""
     hubs = {v for v in members if v in graph.get(v, ())}
+    position = {v: i for i, v in enumerate(members)}
     while True:
         rest = [v for v in members if v not in hubs]
-        sub = {v: {w for w in graph.get(v, ()) if w in rest} for v in rest}
+        rest_set = set(rest)
+        sub = {v: graph.get(v, set()) & rest_set for v in rest}
         cyclic = [c for c in _sccs(rest, sub) if len(c) > 1]
         if not cyclic:
             return hubs
@@ -491,7 +539,7 @@ def _feedback_vertices(members: list[str], graph: dict[str, set[str]]) -> set[st
             def score(v: str) -> tuple[int, int]:
                 outd = len(sub[v] & cs)
                 ind = sum(1 for u in comp if v in sub[u])
-                return (ind * outd, -members.index(v))
+                return (ind * outd, -position[v])
 
             hubs.add(max(comp, key=score))
 
