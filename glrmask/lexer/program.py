@@ -21,16 +21,26 @@ Instructions (``Program.kind[pc]``):
   iterations of a repeat. They reproduce sre's zero-width-iteration rule: an optional iteration
   that consumed nothing is not followed by another one; the repeat's tail is taken instead.
   The closure tracks "iteration of ``rep`` started at this position" as a path flag.
+
+Construction speed (a new JSON Schema's lexer is on the path to its first mask): the program
+is always exactly what compiling every node of every parse tree would build, but work is
+reused where the result is provably the same — a counted repeat's body is compiled once and
+copied (:class:`_Block`), a terminal seen before in this process is copied from
+:data:`_TERMINAL_CACHE`, a large top-level lookahead seen before (the lowering's key guards)
+from :data:`_SEGMENT_CACHE`; patterns of the lowering's regex subset are parsed by a quick
+parser that builds ``re``'s own tree, and the hot compile loop runs in C
+(``glrmask_ext.lexer_compile``; the Python versions remain, as the fallback and as the
+reference ``Program(copy_blocks=False)`` the tests compare with).
 """
 from __future__ import annotations
 
 import re
 import threading
 from array import array
-from operator import itemgetter
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from re import _constants as C  # type: ignore[attr-defined]
+from operator import itemgetter
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 
 from glrmask.budget import current_budget
@@ -380,11 +390,6 @@ class Program:
         return parsed, reads_behind
 
 
-_PC_KINDS_B = frozenset((CHAR, REP_ENTER, REP_CHECK))
-"""Kinds whose ``b`` is a pc (LOOK/LB: a polarity; BOUND: a lookahead id)."""
-_PC_KINDS_C = frozenset((LOOK, LB, REP_CHECK))
-"""Kinds whose ``c`` is a pc (BOUND: ``is_boundary``)."""
-
 
 class _Block:
     """A contiguous run of compiled instructions, kept so that it can be appended again
@@ -645,27 +650,6 @@ _BYTE_GROUPS_MAX = 8192
 when full (an entry is a few hundred bytes)."""
 
 
-def _min_width(items) -> int:
-    total = 0
-    for op, av in _data(items):
-        total += _item_min_width(op, av)
-    return total
-
-
-def _item_min_width(op, av) -> int:
-    if op in _SINGLE_CHAR_OPS:
-        return 1
-    if op is C.BRANCH:
-        return min(_min_width(alt) for alt in av[1])
-    if op is C.SUBPATTERN:
-        return _min_width(av[-1])
-    if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
-        return av[0] * _min_width(av[2])
-    if op is C.ATOMIC_GROUP:
-        return _min_width(av)
-    return 0
-
-
 def _reads_behind(items) -> bool:
     """Whether a parsed (sub)pattern contains a lookbehind or ``\\b``/``\\B`` at any depth."""
     for op, av in _data(items):
@@ -691,8 +675,8 @@ def _reads_behind(items) -> bool:
 
 
 def _shape(items) -> tuple[int, bool]:
-    """``(minimum width, reads behind)`` of a parsed (sub)pattern in one walk: the width as
-    :func:`_min_width`, and whether a lookbehind or ``\\b``/``\\B`` occurs at any depth (as
+    """``(minimum width, reads behind)`` of a parsed (sub)pattern in one walk: the fewest
+    characters a match consumes (assertions and group references count 0), and whether a lookbehind or ``\\b``/``\\B`` occurs at any depth (as
     :func:`_reads_behind`, conditional groups' branches included)."""
     width = 0
     reads = False
@@ -963,7 +947,8 @@ class _Compiler:
         self._widths: dict[int, int] = {}  # id(item list) -> its minimum width
 
     def width(self, items) -> int:
-        """:func:`_min_width`, memoized per item list of the tree (a seq asks it of every item,
+        """The fewest characters a match of ``items`` consumes (as :func:`_shape` counts them),
+        memoized per item list of the tree (a seq asks it of every item,
         and every enclosing seq again of the same subtrees)."""
         items = _data(items)
         w = self._widths.get(id(items))
