@@ -77,7 +77,8 @@ def fingerprint(lx: Lexer) -> str:
     for part in (p.kind, p.a, p.b, p.c, p.d, [bc.cps for bc in p.classes], p.look_starts,
                  p.n_reps, [(t.name, t.pattern, t.start, t.tracker_starts,
                              sorted(t.word_slots.items()), t.classes) for t in lx.terms],
-                 lx.byte_groups, lx._gid, lx._grep, lx.initial, lx._js, lx._ts):
+                 lx.byte_groups, [list(g) for g in lx._gid], lx._grep, lx.initial, lx._js,
+                 lx._ts):
         h.update(repr(part).encode())
         h.update(b"\0")
     return h.hexdigest()

@@ -93,10 +93,10 @@ class Lexer:
         # Per terminal, the bytes its own classes cannot tell apart: a lane (with its atoms,
         # trackers and conditions) is stepped and memoized once per group of *its* partition —
         # a keyword literal has a handful of groups where the whole grammar has a hundred.
-        self._gid: list[list[int]] = []  # terminal -> byte -> group
+        self._gid: list[tuple[int, ...]] = []  # terminal -> byte -> group
         self._grep: list[tuple[int, ...]] = []  # terminal -> group -> representative byte
-        # (byte -> group lists are shared by every lexer whose terminal has the same classes)
-        by_classes: dict[tuple[int, ...], tuple[list[int], tuple[int, ...]]] = {}
+        # (shared by every lexer whose terminal has the same classes: Program.byte_partition)
+        by_classes: dict[tuple[int, ...], tuple[tuple[int, ...], tuple[int, ...]]] = {}
         for term in self.terms:
             hit = by_classes.get(term.classes)
             if hit is None:

@@ -150,9 +150,9 @@ class Program:
         (keyed by the classes' ids; an entry keeps its classes alive, so no id is reused)."""
         return self._partition(classes).groups
 
-    def byte_partition(self, classes=None) -> tuple[list[int], tuple[int, ...]]:
-        """:meth:`byte_groups` as ``(group of each byte, representative of each group)``.
-        The list is shared by every caller with the same classes: read it, never change it."""
+    def byte_partition(self, classes=None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """:meth:`byte_groups` as ``(group of each byte, representative of each group)``
+        (shared by every caller with the same classes)."""
         part = self._partition(classes)
         return part.group_of, part.representatives
 
@@ -418,10 +418,12 @@ class _Block:
         blk = cls()
         kinds = prog.kind[base:]
         blk.kinds = bytes(kinds)  # kinds are < 10; extending a list by bytes appends ints
-        blk.a = prog.a[base:]
-        blk.b = prog.b[base:]
-        blk.c = prog.c[base:]
-        blk.d = prog.d[base:]
+        # tuples, not lists: the collector stops tracking a tuple of atoms, so a cache full of
+        # blocks costs nothing to each full garbage collection (lists it would walk every time)
+        blk.a = tuple(prog.a[base:])
+        blk.b = tuple(prog.b[base:])
+        blk.c = tuple(prog.c[base:])
+        blk.d = tuple(prog.d[base:])
         blk.base, blk.cont, blk.rep0, blk.look0 = base, cont, rep0, look0
         blk.n_reps = prog.n_reps - rep0
         blk.looks = prog.look_starts[look0:]
@@ -468,10 +470,10 @@ class _Block:
         if end > prog.max_nodes:
             raise prog._nodes_error()
         delta = base - self.base
-        a = self.a.copy()
-        b = self.b.copy()
-        c = self.c.copy()
-        d = self.d.copy()
+        a = list(self.a)
+        b = list(self.b)
+        c = list(self.c)
+        d = list(self.d)
         pure = self.cont is None or cont - self.cont == delta  # every pc moves by delta
         if _native is not None:
             _native.relocate(a, b, c, d, self.chars, self.reps, self.pcs_c, self.looks_b,
@@ -637,10 +639,11 @@ class _Partition:
     def __init__(self, classes: list[ByteClass]):
         self.classes = tuple(classes)
         self.groups = _byte_groups(classes)
-        self.group_of = [0] * 256
+        group_of = [0] * 256
         for k, g in enumerate(self.groups):
             for b in g:
-                self.group_of[b] = k
+                group_of[b] = k
+        self.group_of = tuple(group_of)  # immutable and, once collected, not tracked
         self.representatives = tuple(g[0] for g in self.groups)
 
 
