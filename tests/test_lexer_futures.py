@@ -129,10 +129,30 @@ def test_every_live_lane_of_a_lookaround_free_terminal_has_a_future(pattern, pre
     state, _ = lx.scan(lx.initial, prefix.encode())
     assume(state >= 0)
     assert 0 in lx.futures(state)
-    witness = _lexer_witness(lx, state, 5)
+    witness = _shortest_event(lx, state)
     assert witness is not None
     try:
         end = re_end(pattern, prefix + witness)
     except ReTooSlow:
         assume(False)
     assert end is not None and end > len(prefix.encode()), witness
+
+
+def _shortest_event(lx: Lexer, state: int) -> str | None:
+    """A shortest continuation over ``SEARCH_CHARS`` that ends a match (an event whose condition
+    holds at the end of the text), by breadth-first search over the lexer states it reaches (each
+    visited once, so long literals and counted repeats are no harder than short ones)."""
+    seen = {state}
+    frontier = [(state, "")]
+    while frontier:
+        nxt = []
+        for st_, w in frontier:
+            for ch in SEARCH_CHARS:
+                s2, events = lx.scan(st_, ch.encode())
+                if any(c == lx.TRUE or (c != lx.FALSE and lx.cond_at_end(c)) for _, _, c in events):
+                    return w + ch
+                if s2 >= 0 and s2 not in seen:
+                    seen.add(s2)
+                    nxt.append((s2, w + ch))
+        frontier = nxt
+    return None
