@@ -1,4 +1,4 @@
-# cython: language_level=3
+# cython: language_level=3, wraparound=True
 """The lexer compiler's hot paths in C: a sequence of parse-tree items compiled back to front
 (:func:`seq_plain`), and a parser for the regex subset JSON Schema lowerings emit that builds
 exactly ``re``'s parse tree (:func:`quick_parse`).
