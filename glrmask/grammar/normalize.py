@@ -122,6 +122,31 @@ def _derivable(rules: list[Rule], needs: list) -> tuple[set[str], list[int]]:
     return out, pending
 
 
+def _only_empty(rules: list[Rule], nullable: set[str]) -> bool:
+    """Whether some nullable symbol derives nothing but ε, in a grammar where every symbol is
+    productive: a nullable symbol derives a non-empty string iff one of its rules has a terminal,
+    a non-nullable nonterminal (productive, so non-empty strings only) or such a symbol."""
+    nonempty: set[str] = set()
+    users: dict[str, list[str]] = {}
+    work: list[str] = []
+    for r in rules:
+        a = r.lhs
+        if a not in nullable or a in nonempty:
+            continue
+        for s in r.rhs:
+            if s not in nullable:
+                nonempty.add(a)
+                work.append(a)
+                break
+            users.setdefault(s, []).append(a)
+    while work:
+        for b in users.get(work.pop(), ()):
+            if b not in nonempty:
+                nonempty.add(b)
+                work.append(b)
+    return len(nonempty) < len(nullable)
+
+
 def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     color: dict[str, int] = {}
     for root in list(graph):
@@ -172,12 +197,16 @@ class _Normalizer:
         self.clock = current_budget()
         self.steps = 0
         self._labels: dict[str, str] = {}
+        self._stems: dict[str, str] = {}
 
     # -- helpers ---------------------------------------------------------------------------------
     def fresh(self, base: str, kind: str) -> str:
-        stem = re.sub(r"[^a-z0-9_]", "_", base.lower()).strip("_") or "n"
-        if not stem[0].isalpha():
-            stem = "n" + stem
+        stem = self._stems.get(base)
+        if stem is None:
+            stem = re.sub(r"[^a-z0-9_]", "_", base.lower()).strip("_") or "n"
+            if not stem[0].isalpha():
+                stem = "n" + stem
+            self._stems[base] = stem
         while True:
             self.counter += 1
             name = f"{stem}__{kind}{self.counter}"
@@ -206,8 +235,11 @@ class _Normalizer:
         rules = _dedupe(self.g.rules)
         self.budget(len(rules), "input")
         rules = self.clean(rules, start)
-        rules, start = self.eliminate_epsilon(rules, start)
-        rules = self.clean(rules, start)
+        rules, start, clean = self.eliminate_epsilon(rules, start)
+        if clean:
+            self.tick("removing unproductive symbols")
+        else:
+            rules = self.clean(rules, start)
         acyclic = False
         for _ in range(100):
             self.tick("fixed point")
@@ -278,12 +310,18 @@ class _Normalizer:
         return [r for r in rules if r.lhs in reach]
 
     # -- 2. ε-elimination --------------------------------------------------------------------------
-    def eliminate_epsilon(self, rules: list[Rule], start: str) -> tuple[list[Rule], str]:
+    def eliminate_epsilon(self, rules: list[Rule], start: str) -> tuple[list[Rule], str, bool]:
+        """``(rules, start, clean)`` for clean ``rules``; ``clean`` says that :meth:`clean` would
+        return the result unchanged: when no nonterminal derives ε alone (``L(A) = {ε}``, so it
+        has no rules afterwards), every symbol keeps a non-empty language, and every symbol of a
+        right-hand side stays on one of its alternatives (the one omitting nothing), so nothing
+        becomes unproductive or unreachable."""
         terms = self.terms
         self.tick("ε-elimination")
         nullable, _ = _derivable(rules, [r.rhs for r in rules])
         if not nullable:
-            return rules, start
+            return rules, start, True
+        clean = not _only_empty(rules, nullable)
         out: list[Rule] = []
         spans: dict[tuple[str, ...], str] = {}
 
@@ -314,9 +352,7 @@ class _Normalizer:
         def span_symbol(seq: tuple[str, ...]) -> tuple[str, ...]:
             """The symbols standing for L(seq) minus ε: the span itself when it has no nullable
             symbol, else a fresh nonterminal (shared between equal spans)."""
-            if not any(s in nullable for s in seq):
-                return seq
-            if len(seq) == 1:
+            if len(seq) == 1 or nullable.isdisjoint(seq):
                 return seq
             name = spans.get(seq)
             if name is None:
@@ -340,7 +376,7 @@ class _Normalizer:
             out.append(Rule(s0, (start,)))
             out.append(Rule(s0, ()))
             start = s0
-        return _dedupe(out), start
+        return _dedupe(out), start, clean
 
     # -- 3. unit cycles ----------------------------------------------------------------------------
     def collapse_unit_cycles(self, rules: list[Rule], start: str) -> list[Rule]:

@@ -13,6 +13,8 @@ hold the IR to): the same rule and terminal order, names and patterns (see :func
 """
 from __future__ import annotations
 
+import re
+
 from ..budget import current_budget
 from ..errors import GrammarTooComplex, UnsupportedSchema
 from ..grammar.ir import Grammar, Rule, TerminalDef
@@ -42,9 +44,12 @@ def lark_regex_literal(regex: str) -> str:
     return '/' + ''.join(out) + '/'
 
 
-_HEX_WIDTH = {'x': 2, 'u': 4, 'U': 8}
 _CONTROL_ESCAPES = {'n': '\n', 'f': '\f', 't': '\t', 'r': '\r'}
-_HEX = frozenset('0123456789abcdefABCDEF')
+# one match per backslash pair or bare slash, left to right (as lark reads the literal): a complete
+# hex escape (groups 1-3), a truncated one (4), any other escaped character (5), a slash (6), or a
+# backslash that ends the regex (7)
+_LARK_ESCAPE = re.compile(r'\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|([xuU])|(.))|(/)|(\\)',
+                          re.DOTALL)
 
 
 def lark_pattern(regex: str) -> str:
@@ -56,34 +61,26 @@ def lark_pattern(regex: str) -> str:
     pattern). Producing the same string lets the IR of the direct path equal, character for
     character, the one the Lark front-end would have built; the escapes of the lowering's regex
     vocabulary name only characters that are not regex-special, so the meaning is unchanged.
+    (One ``re`` scan with a replacement per escape: terminal regexes run to kilobytes of escapes
+    and character classes, and a loop over their characters was the lowering's largest cost.)
     """
     if '\\' not in regex and '/' not in regex:
         return regex
-    out: list[str] = []
-    i, n = 0, len(regex)
-    while i < n:
-        c = regex[i]
-        if c == '\\':
-            if i + 1 == n:
-                raise ValueError(f"regex ends in a lone backslash: {regex!r}")
-            d = regex[i + 1]
-            width = _HEX_WIDTH.get(d)
-            if width is not None:
-                digits = regex[i + 2:i + 2 + width]
-                if len(digits) != width or not _HEX.issuperset(digits):
-                    raise ValueError(f"truncated \\{d} escape in regex {regex!r}")
-                out.append(chr(int(digits, 16)))
-                i += 2 + width
-                continue
-            out.append(_CONTROL_ESCAPES.get(d) or regex[i:i + 2])
-            i += 2
-        elif c == '/':
-            out.append('\\/')
-            i += 1
-        else:
-            out.append(c)
-            i += 1
-    return ''.join(out)
+    return _LARK_ESCAPE.sub(lambda m: _lark_unescape(m, regex), regex)
+
+
+def _lark_unescape(m: re.Match, regex: str) -> str:
+    hex_digits = m.group(1) or m.group(2) or m.group(3)
+    if hex_digits is not None:
+        return chr(int(hex_digits, 16))
+    d = m.group(5)
+    if d is not None:
+        return _CONTROL_ESCAPES.get(d) or m.group(0)
+    if m.group(6) is not None:
+        return '\\/'
+    if m.group(4) is not None:
+        raise ValueError(f"truncated \\{m.group(4)} escape in regex {regex!r}")
+    raise ValueError(f"regex ends in a lone backslash: {regex!r}")
 
 
 class GrammarBuilder:

@@ -218,6 +218,8 @@ def _surrogate_pairs(lo: int, hi: int) -> list[str]:
 ANY_CHAR = encode_class(ANY)
 
 
+@lru_cache(maxsize=8192)
 def encode_string_literal(s: str) -> str:
-    """Regex for the encoded content of exactly the decoded string `s` (every JSON spelling)."""
+    """Regex for the encoded content of exactly the decoded string `s` (every JSON spelling).
+    Cached: a schema spells the same property names and enum values many times."""
     return ''.join(encode_class(((ord(c), ord(c)),)) for c in s)

@@ -1693,9 +1693,12 @@ def _signature_types(n: dict) -> set[str] | None:
     return types
 
 
+_NOT_ASCII_ALNUM = re.compile('[^0-9A-Za-z]')
+
+
 def _hint(ptr: str) -> str:
     tail = ptr.rsplit('/', 1)[-1] if ptr else 'root'
-    tail = ''.join(ch if ch.isascii() and ch.isalnum() else '_' for ch in tail.lower())[:24].strip('_')
+    tail = _NOT_ASCII_ALNUM.sub('_', tail.lower())[:24].strip('_')
     if not tail or not tail[0].isalpha():
         tail = 's_' + tail
     return tail
