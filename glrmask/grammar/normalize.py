@@ -36,6 +36,7 @@ from collections import defaultdict
 
 from glrmask.budget import current_budget
 from glrmask.errors import GlrmaskError, GrammarError, GrammarTooComplex
+from glrmask.grammar.gc_pause import cyclic_gc_paused
 from glrmask.grammar.ir import Grammar, Rule
 
 _DIRECT_EXPANSION_LIMIT = 3  # nullable symbols per rhs expanded as 2^k variants; longer → tree
@@ -92,24 +93,38 @@ def _derivable(rules: list[Rule], needs: list) -> tuple[set[str], list[int]]:
     symbols, the whole right-hand side for nullable ones) in ``S``. A worklist over per-rule counts
     of unsatisfied occurrences, linear in the grammar's size — a round-robin fixpoint needs one
     round per link of a rule chain. Also returns those counts: rule ``i`` has all its symbols in
-    ``S`` iff ``pending[i] == 0``."""
-    pending = [len(need) for need in needs]
-    users: dict[str, list[int]] = {}
+    ``S`` iff ``pending[i] == 0``.
+
+    A first sweep from the last rule to the first settles every rule whose symbols are already
+    known (front-ends list a rule before the ones it uses, so this is most of them, at the cost of
+    one set test each); only the others wait in the worklist, counting what they still miss."""
+    pending = [0] * len(needs)
     out: set[str] = set()
+    waiting: list[int] = []
+    for i in range(len(needs) - 1, -1, -1):
+        if out.issuperset(needs[i]):
+            out.add(rules[i].lhs)
+        else:
+            waiting.append(i)
+    users: dict[str, list[int]] = {}
     work: list[str] = []
-    for i, need in enumerate(needs):
-        if need:
-            for x in need:
+    for i in waiting:
+        n = 0
+        for x in needs[i]:
+            if x not in out:
+                n += 1
                 u = users.get(x)
                 if u is None:
                     users[x] = [i]
                 else:
                     u.append(i)
-        else:
+        pending[i] = n
+        if not n:
             lhs = rules[i].lhs
             if lhs not in out:
                 out.add(lhs)
                 work.append(lhs)
+    # (symbols settled by the sweep are on no waiting rule's count, so they need no visit)
     while work:
         a = work.pop()
         for i in users.get(a, ()):
@@ -182,7 +197,8 @@ def normalize(grammar: Grammar, *, max_rules: int | None = None) -> Grammar:
     (:mod:`glrmask.budget`)."""
     if max_rules is None:
         max_rules = current_budget().size_limit("normalize", "max_rules")
-    return _Normalizer(grammar, max_rules).run()
+    with cyclic_gc_paused():  # tens of thousands of cycle-free rules and tuples
+        return _Normalizer(grammar, max_rules).run()
 
 
 class _Normalizer:
@@ -198,6 +214,7 @@ class _Normalizer:
         self.steps = 0
         self._labels: dict[str, str] = {}
         self._stems: dict[str, str] = {}
+        self.corners_used = False  # whether the last break_right_recursion built right corners
 
     # -- helpers ---------------------------------------------------------------------------------
     def fresh(self, base: str, kind: str) -> str:
@@ -250,7 +267,7 @@ class _Normalizer:
                 break
             # (both steps return duplicate-free lists: only rules of one lhs can be equal, and
             # each lhs's rules come out deduplicated)
-            rules = self.clean(rules, start)
+            rules = self.clean(rules, start, all_productive=not self.corners_used)
             if rules == before:
                 break
             # a unit cycle or an ``A -> A`` is a right-end cycle, so on an acyclic right-end graph
@@ -274,9 +291,15 @@ class _Normalizer:
         return out
 
     # -- 1. unproductive / unreachable -------------------------------------------------------------
-    def clean(self, rules: list[Rule], start: str) -> list[Rule]:
+    def clean(self, rules: list[Rule], start: str, *, all_productive: bool = False) -> list[Rule]:
+        """Drop unproductive rules, then unreachable ones. ``all_productive``: the caller knows
+        every symbol and rule to be productive — rules that only collapsing unit cycles and the
+        hub construction changed: both keep every old symbol's language, and a hub's fresh
+        symbol derives prefixes of its rules — so only reachability is computed."""
         terms = self.terms
         self.tick("removing unproductive symbols")
+        if all_productive:
+            return self._reachable(rules, [[x for x in r.rhs if x not in terms] for r in rules], start)
         # each rule's nonterminal occurrences: productivity waits for them, reachability follows them
         nts = [[x for x in r.rhs if x not in terms] for r in rules]
         productive, pending = _derivable(rules, nts)
@@ -290,6 +313,12 @@ class _Normalizer:
             keep = [i for i, p in enumerate(pending) if not p]
             rules = [rules[i] for i in keep]
             nts = [nts[i] for i in keep]
+        return self._reachable(rules, nts, start)
+
+    @staticmethod
+    def _reachable(rules: list[Rule], nts: list[list[str]], start: str) -> list[Rule]:
+        """The rules whose lhs is reachable from ``start`` (``nts``: each rule's nonterminal
+        occurrences; every one of them has a rule)."""
         by_lhs: dict[str, list[list[str]]] = {}
         for r, need in zip(rules, nts):
             u = by_lhs.get(r.lhs)
@@ -300,7 +329,7 @@ class _Normalizer:
         reach = {start}
         work = [start]
         while work:
-            for need in by_lhs[work.pop()]:  # a productive symbol has a kept rule
+            for need in by_lhs.get(work.pop(), ()):  # (a productive symbol has a kept rule)
                 for s in need:
                     if s not in reach:
                         reach.add(s)
@@ -318,7 +347,10 @@ class _Normalizer:
         becomes unproductive or unreachable."""
         terms = self.terms
         self.tick("ε-elimination")
-        nullable, _ = _derivable(rules, [r.rhs for r in rules])
+        # (a rule with a terminal never derives ε)
+        term_names = terms.keys()
+        candidates = [r for r in rules if term_names.isdisjoint(r.rhs)]
+        nullable, _ = _derivable(candidates, [r.rhs for r in candidates])
         if not nullable:
             return rules, start, True
         clean = not _only_empty(rules, nullable)
@@ -406,6 +438,7 @@ class _Normalizer:
         graph = _right_end_graph(rules, terms)
         nodes = list(dict.fromkeys(r.lhs for r in rules))
         comps = [c for c in _sccs(nodes, graph) if len(c) > 1 or c[0] in graph.get(c[0], ())]
+        self.corners_used = False
         if not comps:
             return rules
         by_lhs = _by_lhs(rules)
@@ -421,6 +454,7 @@ class _Normalizer:
             result = self._break_by_hubs(part, members, graph, cap=corner_size)
             if result is None:
                 result = self._break_by_right_corners(part, members)
+                self.corners_used = True
             result = {a: _dedupe(rs) for a, rs in result.items()}
             total = len(rules) - comp_rules + sum(len(v) for v in result.values())
             self.budget(total, "right-recursion elimination")
@@ -599,10 +633,19 @@ def _sccs(nodes: list[str], graph: dict[str, set[str]]) -> list[list[str]]:
     stack: list[str] = []
     out: list[list[str]] = []
     counter = 0
+    # a node without edges is its own component, found as soon as it is visited: it is settled
+    # on the spot (same order and numbering as the general step; most nodes of a grammar's
+    # right-end graph are such sinks)
     for root in nodes:
         if root in index:
             continue
-        work = [(root, iter(sorted(graph.get(root, ()))))]
+        succ = graph.get(root)
+        if not succ:
+            index[root] = low[root] = counter
+            counter += 1
+            out.append([root])
+            continue
+        work = [(root, iter(sorted(succ)))]
         index[root] = low[root] = counter
         counter += 1
         stack.append(root)
@@ -614,9 +657,13 @@ def _sccs(nodes: list[str], graph: dict[str, set[str]]) -> list[list[str]]:
                 if w not in index:
                     index[w] = low[w] = counter
                     counter += 1
+                    succ = graph.get(w)
+                    if not succ:
+                        out.append([w])
+                        continue
                     stack.append(w)
                     on.add(w)
-                    work.append((w, iter(sorted(graph.get(w, ())))))
+                    work.append((w, iter(sorted(succ))))
                 elif w in on:
                     low[v] = min(low[v], index[w])
                 continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..grammar.gc_pause import cyclic_gc_paused
 from ..grammar.ir import Grammar
 from .printer import grammar_to_ascii_lark
 from .lowering import DEFAULT_MAX_INDENT, DEFAULT_MAX_WHITESPACE, Options, load_schema, lower
@@ -49,7 +50,8 @@ def lower_json_schema_ir(schema: Any, *, whitespace: str = 'flexible',
     """
     opts = Options(whitespace=whitespace, max_whitespace=max_whitespace, max_indent=max_indent, indent=indent,
                    property_order=property_order, lenient=lenient, format_mode=format_mode)
-    return lower(load_schema(schema), opts)
+    with cyclic_gc_paused():  # a large schema's lowering allocates tens of thousands of cycle-free objects
+        return lower(load_schema(schema), opts)
 
 
 def lower_json_schema(schema: Any, *, whitespace: str = 'flexible',

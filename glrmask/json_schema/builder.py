@@ -66,7 +66,22 @@ def lark_pattern(regex: str) -> str:
     """
     if '\\' not in regex and '/' not in regex:
         return regex
-    return _LARK_ESCAPE.sub(lambda m: _lark_unescape(m, regex), regex)
+
+    def replace(m: re.Match) -> str:
+        text = m[0]
+        out = _UNESCAPED.get(text)
+        if out is None:
+            out = _lark_unescape(m, regex)
+            if len(_UNESCAPED) < 65536:
+                _UNESCAPED[text] = out
+        return out
+
+    return _LARK_ESCAPE.sub(replace, regex)
+
+
+_UNESCAPED: dict[str, str] = {}
+"""Memo of :func:`_lark_unescape` by matched text (a regex repeats a few escapes thousands of
+times); bounded, since ``\\UHHHHHHHH`` alone has billions of spellings."""
 
 
 def _lark_unescape(m: re.Match, regex: str) -> str:
@@ -133,31 +148,44 @@ class GrammarBuilder:
     def prune(self, start: str) -> None:
         """Drop unproductive alternatives and unreachable rules (linear worklist, no fixpoint sweeps)."""
         productive = set(self.terminals)
-        # an alternative becomes productive when its last unproductive symbol does
-        missing: dict[tuple[str, int], int] = {}
-        users: dict[str, list[tuple[str, int]]] = {}
+        # an alternative becomes productive when its last unproductive symbol does; ``missing[k]``
+        # counts those of the k-th alternative that waits (``owner[k]`` its rule)
+        missing: list[int] = []
+        owner: list[str] = []
+        users: dict[str, list[int]] = {}
         todo: list[str] = []
         for name, alts in self.rules.items():
-            for i, a in enumerate(alts):
+            for a in alts:
+                if productive.issuperset(a):
+                    if name not in productive:
+                        productive.add(name)
+                        todo.append(name)
+                    continue
                 need = {s for s in a if s not in productive}
-                missing[(name, i)] = len(need)
+                k = len(missing)
+                missing.append(len(need))
+                owner.append(name)
                 for s in need:
-                    users.setdefault(s, []).append((name, i))
-                if not need and name not in productive:
-                    productive.add(name)
-                    todo.append(name)
+                    u = users.get(s)
+                    if u is None:
+                        users[s] = [k]
+                    else:
+                        u.append(k)
         while todo:
-            sym = todo.pop()
-            for name, i in users.get(sym, ()):
-                missing[(name, i)] -= 1
-                if missing[(name, i)] == 0 and name not in productive:
-                    productive.add(name)
-                    todo.append(name)
+            for k in users.get(todo.pop(), ()):
+                missing[k] -= 1
+                if not missing[k]:
+                    name = owner[k]
+                    if name not in productive:
+                        productive.add(name)
+                        todo.append(name)
         if start not in productive:
             raise UnsupportedSchema("the schema admits no JSON value (it is unsatisfiable)")
-        for name in list(self.rules):
+        for name, alts in self.rules.items():
             if name in productive:
-                self.rules[name] = [a for a in self.rules[name] if all(s in productive for s in a)]
+                kept = [a for a in alts if productive.issuperset(a)]
+                if len(kept) < len(alts):
+                    self.rules[name] = kept
         reach, todo = {start}, [start]
         while todo:
             for a in self.rules.get(todo.pop(), ()):

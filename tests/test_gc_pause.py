@@ -1,0 +1,48 @@
+"""The front-end stages pause the cyclic garbage collector only while they run."""
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from glrmask.errors import UnsupportedSchema
+from glrmask.grammar.gc_pause import cyclic_gc_paused
+from glrmask.grammar.normalize import normalize
+from glrmask.json_schema import lower_json_schema_ir
+
+
+@pytest.fixture
+def collector_enabled():
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if not was:
+        gc.disable()
+
+
+def test_the_collector_is_paused_inside_and_enabled_again_after(collector_enabled):
+    with cyclic_gc_paused():
+        assert not gc.isenabled()
+        with cyclic_gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the outer pause still runs
+    assert gc.isenabled()
+
+
+def test_a_collector_the_caller_disabled_stays_disabled(collector_enabled):
+    gc.disable()
+    with cyclic_gc_paused():
+        pass
+    assert not gc.isenabled()
+
+
+def test_lowering_and_normalizing_leave_the_collector_enabled(collector_enabled):
+    grammar, _ = lower_json_schema_ir({"type": "array", "items": {"type": "integer"}})
+    normalize(grammar)
+    assert gc.isenabled()
+
+
+def test_a_refused_schema_leaves_the_collector_enabled(collector_enabled):
+    with pytest.raises(UnsupportedSchema):
+        lower_json_schema_ir(False)
+    assert gc.isenabled()
