@@ -137,10 +137,10 @@ def _derivable(rules: list[Rule], needs: list) -> tuple[set[str], list[int]]:
     return out, pending
 
 
-def _only_empty(rules: list[Rule], nullable: set[str]) -> bool:
-    """Whether some nullable symbol derives nothing but ε, in a grammar where every symbol is
-    productive: a nullable symbol derives a non-empty string iff one of its rules has a terminal,
-    a non-nullable nonterminal (productive, so non-empty strings only) or such a symbol."""
+def _nonempty(rules: list[Rule], nullable: set[str]) -> set[str]:
+    """The nullable symbols that derive a non-empty string too, in a grammar where every symbol is
+    productive: those with a rule that has a terminal, a non-nullable nonterminal (productive, so
+    non-empty strings only) or such a symbol."""
     nonempty: set[str] = set()
     users: dict[str, list[str]] = {}
     work: list[str] = []
@@ -159,7 +159,7 @@ def _only_empty(rules: list[Rule], nullable: set[str]) -> bool:
             if b not in nonempty:
                 nonempty.add(b)
                 work.append(b)
-    return len(nonempty) < len(nullable)
+    return nonempty
 
 
 def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -252,11 +252,10 @@ class _Normalizer:
         rules = _dedupe(self.g.rules)
         self.budget(len(rules), "input")
         rules = self.clean(rules, start)
-        rules, start, clean = self.eliminate_epsilon(rules, start)
-        if clean:
-            self.tick("removing unproductive symbols")
-        else:
-            rules = self.clean(rules, start)
+        rules, start, empty = self.eliminate_epsilon(rules, start)
+        self.tick("removing unproductive symbols")
+        if empty:
+            rules = self._without(rules, empty, start)
         acyclic = False
         for _ in range(100):
             self.tick("fixed point")
@@ -315,6 +314,18 @@ class _Normalizer:
             nts = [nts[i] for i in keep]
         return self._reachable(rules, nts, start)
 
+    def _without(self, rules: list[Rule], empty: set[str], start: str) -> list[Rule]:
+        """:meth:`clean` where the unproductive symbols are known to be ``empty``: the rules
+        using none of them, then the reachable ones among those."""
+        if start in empty:
+            raise GrammarError(
+                f"{self.g.source_name}: the grammar's language is empty "
+                f"(start symbol {start!r} derives no terminal string)"
+            )
+        rules = [r for r in rules if r.lhs not in empty and empty.isdisjoint(r.rhs)]
+        terms = self.terms
+        return self._reachable(rules, [[x for x in r.rhs if x not in terms] for r in rules], start)
+
     @staticmethod
     def _reachable(rules: list[Rule], nts: list[list[str]], start: str) -> list[Rule]:
         """The rules whose lhs is reachable from ``start`` (``nts``: each rule's nonterminal
@@ -339,12 +350,16 @@ class _Normalizer:
         return [r for r in rules if r.lhs in reach]
 
     # -- 2. ε-elimination --------------------------------------------------------------------------
-    def eliminate_epsilon(self, rules: list[Rule], start: str) -> tuple[list[Rule], str, bool]:
-        """``(rules, start, clean)`` for clean ``rules``; ``clean`` says that :meth:`clean` would
-        return the result unchanged: when no nonterminal derives ε alone (``L(A) = {ε}``, so it
-        has no rules afterwards), every symbol keeps a non-empty language, and every symbol of a
-        right-hand side stays on one of its alternatives (the one omitting nothing), so nothing
-        becomes unproductive or unreachable."""
+    def eliminate_epsilon(self, rules: list[Rule], start: str) -> tuple[list[Rule], str, set[str]]:
+        """``(rules, start, empty)`` for clean ``rules``: ``empty`` holds the nonterminals the
+        result leaves without a language, so that ``_without(rules, empty, start)`` is what
+        :meth:`clean` would return.
+
+        Each symbol ``A`` now derives ``L(A) \\ {ε}``: it is unproductive iff it derived ε alone,
+        and a span iff every symbol of its sequence did; every other symbol keeps a non-empty
+        language. Every symbol of a right-hand side stays on one of its alternatives (the one
+        omitting nothing), so only those unproductive symbols make rules go, and symbols become
+        unreachable only through them."""
         terms = self.terms
         self.tick("ε-elimination")
         # (a rule with a terminal never derives ε)
@@ -352,10 +367,11 @@ class _Normalizer:
         candidates = [r for r in rules if term_names.isdisjoint(r.rhs)]
         nullable, _ = _derivable(candidates, [r.rhs for r in candidates])
         if not nullable:
-            return rules, start, True
-        clean = not _only_empty(rules, nullable)
+            return rules, start, set()
+        only_empty = nullable - _nonempty(rules, nullable)
         out: list[Rule] = []
         spans: dict[tuple[str, ...], str] = {}
+        empty = set(only_empty)
 
         def nonempty_alts(seq: tuple[str, ...]) -> list[tuple[str, ...]]:
             """Alternatives (each non-empty) whose union is L(seq) minus ε, where every symbol
@@ -390,6 +406,8 @@ class _Normalizer:
             if name is None:
                 name = self.fresh(next(s for s in seq if s not in terms), "span")
                 spans[seq] = name
+                if only_empty.issuperset(seq):
+                    empty.add(name)
                 for alt in nonempty_alts(seq):
                     out.append(Rule(name, alt))
                     self.budget(len(out), "ε-elimination")
@@ -408,7 +426,7 @@ class _Normalizer:
             out.append(Rule(s0, (start,)))
             out.append(Rule(s0, ()))
             start = s0
-        return _dedupe(out), start, clean
+        return _dedupe(out), start, empty
 
     # -- 3. unit cycles ----------------------------------------------------------------------------
     def collapse_unit_cycles(self, rules: list[Rule], start: str) -> list[Rule]:

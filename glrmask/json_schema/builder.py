@@ -45,11 +45,14 @@ def lark_regex_literal(regex: str) -> str:
 
 
 _CONTROL_ESCAPES = {'n': '\n', 'f': '\f', 't': '\t', 'r': '\r'}
-# one match per backslash pair or bare slash, left to right (as lark reads the literal): a complete
-# hex escape (groups 1-3), a truncated one (4), any other escaped character (5), a slash (6), or a
-# backslash that ends the regex (7)
-_LARK_ESCAPE = re.compile(r'\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|([xuU])|(.))|(/)|(\\)',
-                          re.DOTALL)
+# One match per escape that lark rewrites, left to right as lark reads the literal, each with the
+# text before it that stays as it is (group 1: characters and backslash pairs lark keeps; matched
+# possessively, so each match starts where the last one ended and the scan is linear). Then a hex
+# escape (2-4), a truncated one (5), a control escape (6), a bare slash (7), a backslash that ends
+# the regex (8), or the end.
+_LARK_ESCAPE = re.compile(
+    r'((?:[^\\/]|\\[^xuUnftr])*+)'
+    r'(?:\\x([0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})|\\([xuU])|\\([nftr])|(/)|(\\)|\Z)')
 
 
 def lark_pattern(regex: str) -> str:
@@ -61,41 +64,28 @@ def lark_pattern(regex: str) -> str:
     pattern). Producing the same string lets the IR of the direct path equal, character for
     character, the one the Lark front-end would have built; the escapes of the lowering's regex
     vocabulary name only characters that are not regex-special, so the meaning is unchanged.
-    (One ``re`` scan with a replacement per escape: terminal regexes run to kilobytes of escapes
-    and character classes, and a loop over their characters was the lowering's largest cost.)
+    (One ``re`` scan with a replacement per rewritten escape: terminal regexes run to kilobytes of
+    escapes and character classes, and a loop over their characters was the lowering's largest
+    cost.)
     """
     if '\\' not in regex and '/' not in regex:
         return regex
 
     def replace(m: re.Match) -> str:
-        text = m[0]
-        out = _UNESCAPED.get(text)
-        if out is None:
-            out = _lark_unescape(m, regex)
-            if len(_UNESCAPED) < 65536:
-                _UNESCAPED[text] = out
-        return out
+        i = m.lastindex
+        if i == 1:
+            return m[1]
+        if i <= 4:
+            return m[1] + chr(int(m[i], 16))
+        if i == 6:
+            return m[1] + _CONTROL_ESCAPES[m[6]]
+        if i == 7:
+            return m[1] + '\\/'
+        if i == 5:
+            raise ValueError(f"truncated \\{m[5]} escape in regex {regex!r}")
+        raise ValueError(f"regex ends in a lone backslash: {regex!r}")
 
     return _LARK_ESCAPE.sub(replace, regex)
-
-
-_UNESCAPED: dict[str, str] = {}
-"""Memo of :func:`_lark_unescape` by matched text (a regex repeats a few escapes thousands of
-times); bounded, since ``\\UHHHHHHHH`` alone has billions of spellings."""
-
-
-def _lark_unescape(m: re.Match, regex: str) -> str:
-    hex_digits = m.group(1) or m.group(2) or m.group(3)
-    if hex_digits is not None:
-        return chr(int(hex_digits, 16))
-    d = m.group(5)
-    if d is not None:
-        return _CONTROL_ESCAPES.get(d) or m.group(0)
-    if m.group(6) is not None:
-        return '\\/'
-    if m.group(4) is not None:
-        raise ValueError(f"truncated \\{m.group(4)} escape in regex {regex!r}")
-    raise ValueError(f"regex ends in a lone backslash: {regex!r}")
 
 
 class GrammarBuilder:
