@@ -826,6 +826,7 @@ ctypedef struct CFamily:
     IVec s_conds
     IVec s_clo_state       # reduce closure items (state, parent)
     IVec s_clo_parent
+    IVec s_clo_act         # the action entry of each closure item's state on the lookahead, or -1
     IVec s_front
     IVec s_miss            # dynamic tables: (kind, a, b) entries a step needed but did not find
     IVec w_pool            # dynamic masks: the snapshot of every trie level being walked
@@ -943,7 +944,7 @@ cdef class Family:
         iv_free(&f.pool); iv_free(&f.rec_snap); iv_free(&f.rec_prev); iv_free(&f.rec_depth)
         iv_free(&f.rec_flags); iv_free(&f.rec_step); iv_free(&f.bpool)
         iv_free(&f.s_lanes); iv_free(&f.s_out); iv_free(&f.s_idx); iv_free(&f.s_tmp)
-        iv_free(&f.s_next); iv_free(&f.s_conds); iv_free(&f.s_clo_state); iv_free(&f.s_clo_parent)
+        iv_free(&f.s_next); iv_free(&f.s_conds); iv_free(&f.s_clo_state); iv_free(&f.s_clo_parent); iv_free(&f.s_clo_act)
         iv_free(&f.s_front); iv_free(&f.s_miss); iv_free(&f.w_pool); iv_free(&f.w_lvl)
         iv_free(&f.m_front); iv_free(&f.m_lvlq); iv_free(&f.m_cache); iv_free(&f.m_cpool); iv_free(&f.m_key)
         for i in range(LM_SLOTS):
@@ -1098,12 +1099,6 @@ cdef inline Py_ssize_t _action(const CTables* t, int32_t st, int32_t term) noexc
     return _row_find(t.act_term, t.act_ptr[st], t.act_ptr[st + 1], term)
 
 
-cdef inline int32_t _shift(const CTables* t, int32_t st, int32_t term) noexcept nogil:
-    """The shift target of cell ``(st, term)``, or -1."""
-    cdef Py_ssize_t e = _action(t, st, term)
-    return t.act_shift[e] if e >= 0 else -1
-
-
 cdef inline int32_t _goto(const CTables* t, int32_t st, int32_t nt) noexcept nogil:
     """The goto target of ``(st, nt)``, or -1."""
     cdef Py_ssize_t e = _row_find(t.goto_nt, t.goto_ptr[st], t.goto_ptr[st + 1], nt)
@@ -1114,14 +1109,18 @@ cdef int _closure(const CTables* t, CFamily* f, const int32_t* front, int32_t n_
                   int32_t term) noexcept nogil:
     """Reduce closure of ``front`` on lookahead ``term`` into ``s_clo_state/s_clo_parent``:
     the frontier nodes themselves, then every (goto state, revealed node) reachable by
-    reductions (a virtual node: only shifted nodes are interned). Returns -1 on OOM."""
+    reductions (a virtual node: only shifted nodes are interned). ``s_clo_act`` gets each item's
+    action entry on ``term`` (-1: none), so callers read its shift without searching the row
+    again. Returns -1 on OOM."""
     cdef IVec* cs = &f.s_clo_state
     cdef IVec* cp = &f.s_clo_parent
+    cdef IVec* ca = &f.s_clo_act
     cdef Py_ssize_t i = 0, j, k, j0, j1
     cdef int32_t st, par, r, p, L, g, node, m
     cdef int dup
     cs.n = 0
     cp.n = 0
+    ca.n = 0
     for k in range(n_front):
         node = front[k]
         if iv_push(cs, f.node_state.d[node]) or iv_push(cp, f.node_parent.d[node]):
@@ -1131,6 +1130,8 @@ cdef int _closure(const CTables* t, CFamily* f, const int32_t* front, int32_t n_
         par = cp.d[i]
         i += 1
         k = _action(t, st, term)
+        if iv_push(ca, <int32_t>k):
+            return -1
         if k < 0:
             continue
         j0 = t.act_roff[k]
@@ -1184,7 +1185,7 @@ cdef int _can_shift(const CTables* t, CFamily* f, const int32_t* front, int32_t 
     if _closure(t, f, front, n_front, term):
         return -1
     for k in range(f.s_clo_state.n):
-        if _shift(t, f.s_clo_state.d[k], term) >= 0:
+        if f.s_clo_act.d[k] >= 0 and t.act_shift[f.s_clo_act.d[k]] >= 0:
             return 1
     return 0
 
@@ -1218,7 +1219,8 @@ cdef int _feed(const CTables* t, CFamily* f, const int32_t* front, int32_t n_fro
     if _closure(t, f, front, n_front, term):
         return -1
     for k in range(f.s_clo_state.n):
-        sh = _shift(t, f.s_clo_state.d[k], term)
+        e = f.s_clo_act.d[k]
+        sh = t.act_shift[e] if e >= 0 else -1
         if sh >= 0:
             item = _intern(f, f.s_clo_state.d[k], f.s_clo_parent.d[k])
             if item < 0:

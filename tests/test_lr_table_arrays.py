@@ -231,3 +231,36 @@ def test_corrupt_meta_blob_is_an_artifact_error():
     arrays["lr_meta"] = np.frombuffer(b"{not json", dtype=np.uint8).copy()
     with pytest.raises(ArtifactError, match="lr_meta"):
         LRTable.from_arrays(arrays)
+
+
+# ---------------------------------------------------------------- damaged rows in a mask artifact
+@pytest.fixture(scope="module")
+def saved_json_mask(gpt2, tmp_path_factory):
+    import glrmask
+
+    path = tmp_path_factory.mktemp("lr_artifact") / "json.glrm"
+    glrmask.compile(ROOT / "grammars" / "json.lark", gpt2).save(path)
+    return path
+
+
+@pytest.mark.parametrize("damage", ["unsorted_row", "goto_target_out_of_range", "pointer_past_the_end"])
+def test_a_mask_artifact_with_damaged_lr_rows_is_refused_on_load(saved_json_mask, gpt2, tmp_path, damage):
+    import glrmask
+    from glrmask.mask_artifact import ARTIFACT_KIND
+
+    art = read_artifact(saved_json_mask, kind=ARTIFACT_KIND)
+    arrays = {k: np.array(v) for k, v in art.arrays.items()}
+    key = {name: next(k for k in arrays if k.endswith(name)) for name in ("act_ptr", "act_term", "goto_tgt")}
+    if damage == "unsorted_row":
+        ptr = arrays[key["act_ptr"]]
+        lo = int(ptr[_longest_row(ptr)])
+        term = arrays[key["act_term"]]
+        term[lo], term[lo + 1] = term[lo + 1], term[lo]
+    elif damage == "goto_target_out_of_range":
+        arrays[key["goto_tgt"]][0] = len(arrays[key["act_ptr"]]) - 1
+    else:
+        arrays[key["act_ptr"]][-1] += 1
+    bad = tmp_path / "bad.glrm"
+    write_artifact(bad, kind=ARTIFACT_KIND, meta=art.meta, arrays=arrays)
+    with pytest.raises(ArtifactError, match="LR table arrays are inconsistent"):
+        glrmask.Mask.load(bad, gpt2)

@@ -103,7 +103,9 @@ class LRTable:
     ``shift_table[state, term]`` (target or -1), ``goto_table[state, nonterminal]`` (target or -1)
     and ``reduce_offsets`` (cell ``(s, t)`` has rules ``reduce_rules[reduce_offsets[k]:
     reduce_offsets[k + 1]]``, ``k = s * n_terminals + t``) — are computed from the rows on first
-    access and cached; the native runtime reads the rows themselves.
+    access and cached, read-only (they must keep agreeing with the rows); the native runtime reads
+    the rows themselves. A table of more than 2**31 cells has no dense action views
+    (:class:`GrammarTooComplex` on access: their offsets are int32).
 
     ``ignored_terminals`` are the ids of the grammar's ``%ignore`` terminals: they have no actions
     (the runtime skips them; their stack effect is the identity). ``notes`` records decisions such
@@ -161,7 +163,9 @@ class LRTable:
             with self._dense_lock:
                 x = self._dense.get(name)
                 if x is None:
-                    x = self._dense[name] = _densify(self, name)
+                    x = _densify(self, name)
+                    x.setflags(write=False)
+                    self._dense[name] = x
         return x
 
     # -- queries ---------------------------------------------------------------------------------
