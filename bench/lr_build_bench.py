@@ -11,11 +11,14 @@ and normalized outside the clock; then ``LRTable.build`` is timed once per build
 builders produce identical arrays (``to_arrays()``), so a speed-up is never an accident of a
 different table.
 
-The stage includes writing the dense arrays (``shift_table``, ``goto_table``: states x
-nonterminals int32, and the reduce offsets: states x terminals), listed as ``MB``; on the largest
-schemas that is most of the native time, and the first touch of fresh memory in a process can cost
-several times a later one (page faults). ``--warm-mb`` therefore touches that much memory once
-before timing, so whichever builder runs first does not pay the process's first page faults alone.
+The stage writes the table's sparse rows (``act_*``, ``goto_*``, ``reduce_rules``), listed as
+``MB``; ``dense MB`` is what the dense views (``shift_table``, ``goto_table``,
+``reduce_offsets``, computed on first access) would take, and ``held`` what the built table holds
+in arrays besides the sparse rows, which must be 0 (the bench fails otherwise: a build that
+materializes a dense view pays for it in page faults — on the largest schemas that was most of the
+native time, and the first touch of fresh memory in a process can cost several times a later one).
+``--warm-mb`` therefore touches that much memory once before timing, so whichever builder runs
+first does not pay the process's first page faults alone.
 
 Why this stage alone: the LR table is the largest part of the time to the first mask for a new
 schema (canonical LR(1) over a few thousand terminals, LALR(1) past 20,000 states). The output is
@@ -75,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     if not set(builders) <= {"python", "native"} or not builders:
         ap.error("--builders takes python and/or native")
     times: dict[str, list[float]] = {b: [] for b in builders}
-    print(f"{'schema':28s} {'T':>5s} {'states':>7s} {'MB':>6s} {'method':6s} "
+    print(f"{'schema':28s} {'T':>5s} {'states':>7s} {'MB':>6s} {'dense MB':>8s} {'held':>4s} {'method':6s} "
           + " ".join(f"{b + ' ms':>10s}" for b in builders))
     for name, schema in schemas(args.data, args.per_split):
         try:
@@ -95,8 +98,12 @@ def main(argv: list[str] | None = None) -> int:
             if args.check and len(tables) == 2:
                 a, c = tables["python"].to_arrays(), tables["native"].to_arrays()
                 assert a.keys() == c.keys() and all(np.array_equal(a[k], c[k]) for k in a), name
-            mb = (t.shift_table.nbytes + t.goto_table.nbytes + t.reduce_offsets.nbytes) / 2**20
-            print(f"{name:28s} {t.n_terminals:5d} {t.n_states:7d} {mb:6.0f} {t.method:6s} "
+            sparse = {k: a for k, a in t.to_arrays().items() if k != "lr_meta"}
+            mb = sum(a.nbytes for a in sparse.values()) / 2**20
+            held = sum(v.nbytes for k, v in vars(t).items() if isinstance(v, np.ndarray) and k not in sparse)
+            assert held == 0, f"{name}: the build materialized {held} bytes of dense views"
+            dense_mb = 4 * t.n_states * (2 * t.n_terminals + len(t.nonterminals)) / 2**20
+            print(f"{name:28s} {t.n_terminals:5d} {t.n_states:7d} {mb:6.1f} {dense_mb:8.0f} {held:4d} {t.method:6s} "
                   + " ".join(f"{times[b][-1] * 1e3:10.2f}" for b in builders), flush=True)
     print()
     for b in builders:
