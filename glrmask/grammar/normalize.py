@@ -62,10 +62,12 @@ def check_normalized(grammar: Grammar, *, _structure_only: bool = False) -> None
         raise NormalFormViolation(f"start symbol {grammar.start!r} has no rules")
     on_rhs: set[str] = set()
     for r in grammar.rules:
-        for s in r.rhs:
-            if s not in grammar.terminals and s not in lhs_set:
-                raise NormalFormViolation(f"{s!r} in rule {r} is neither a terminal nor defined")
         on_rhs.update(r.rhs)
+    if not lhs_set.union(grammar.terminals).issuperset(on_rhs):  # then name the first offender
+        for r in grammar.rules:
+            for s in r.rhs:
+                if s not in grammar.terminals and s not in lhs_set:
+                    raise NormalFormViolation(f"{s!r} in rule {r} is neither a terminal nor defined")
     for r in grammar.rules:
         if not r.rhs and (r.lhs != grammar.start or grammar.start in on_rhs):
             raise NormalFormViolation(f"ε-rule {r} is not the start symbol's documented ε-rule")
@@ -207,7 +209,8 @@ class _Normalizer:
         self.terms = grammar.terminals
         self.max_rules = max_rules
         self.used: set[str] = {r.lhs for r in grammar.rules}
-        self.used.update(s for r in grammar.rules for s in r.rhs)
+        for r in grammar.rules:
+            self.used.update(r.rhs)
         self.used.update(grammar.terminals)
         self.counter = 0
         self.clock = current_budget()
@@ -378,7 +381,7 @@ class _Normalizer:
             already stands for its ε-free language."""
             if nullable.isdisjoint(seq):
                 return [seq] if seq else []
-            k = sum(1 for s in seq if s in nullable)
+            k = sum(map(nullable.__contains__, seq))  # occurrences
             if k <= _DIRECT_EXPANSION_LIMIT:
                 alts: list[tuple[str, ...]] = [()]
                 for s in seq:
@@ -391,9 +394,9 @@ class _Normalizer:
             left, right = seq[:mid], seq[mid:]
             lp, rp = span_symbol(left), span_symbol(right)
             alts = [lp + rp]
-            if all(s in nullable for s in right):
+            if nullable.issuperset(right):
                 alts.append(lp)
-            if all(s in nullable for s in left):
+            if nullable.issuperset(left):
                 alts.append(rp)
             return alts
 
@@ -432,22 +435,27 @@ class _Normalizer:
     def collapse_unit_cycles(self, rules: list[Rule], start: str) -> list[Rule]:
         terms = self.terms
         unit: dict[str, set[str]] = defaultdict(set)
+        self_loop = False
         for r in rules:
-            if len(r.rhs) == 1 and r.rhs[0] not in terms:
-                unit[r.lhs].add(r.rhs[0])
-        nodes = sorted({r.lhs for r in rules})
+            rhs = r.rhs
+            if len(rhs) == 1 and rhs[0] not in terms:
+                unit[r.lhs].add(rhs[0])
+                self_loop = self_loop or rhs[0] == r.lhs
         rep: dict[str, str] = {}
-        for comp in _sccs(nodes, unit):
+        # (a unit cycle runs through lhs's with unit rules only; which components, not their order)
+        for comp in _sccs(sorted(unit), unit):
             if len(comp) > 1:
-                # equal languages within a unit cycle (no ε-rules): keep one name, the start if there
-                keep = start if start in comp else min(comp)  # the first in ``nodes``, sorted
+                # equal languages within a unit cycle (no ε-rules): keep one name, the start if
+                # there, else the least
+                keep = start if start in comp else min(comp)
                 for a in comp:
                     rep[a] = keep
         if rep:
             rules = _dedupe([
                 Rule(rep.get(r.lhs, r.lhs), tuple(rep.get(s, s) for s in r.rhs)) for r in rules
             ])
-        # (without renaming, the rules arrive duplicate-free: they come from clean)
+        elif not self_loop:
+            return rules  # (duplicate-free already: it comes from clean)
         return [r for r in rules if len(r.rhs) != 1 or r.rhs[0] != r.lhs]
 
     # -- 4. right recursion ------------------------------------------------------------------------
