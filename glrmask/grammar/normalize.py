@@ -184,9 +184,13 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
             if c == 1:
                 return path[path.index(nxt):] + [nxt]
             if c == 0:
+                succ = graph.get(nxt)
+                if not succ:  # a sink is on no cycle: done at once
+                    color[nxt] = 2
+                    continue
                 color[nxt] = 1
                 path.append(nxt)
-                stack.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                stack.append((nxt, iter(sorted(succ))))
     return None
 
 
@@ -267,8 +271,7 @@ class _Normalizer:
             rules = self.break_right_recursion(rules, start)
             if rules == before:  # nothing to collapse or break: ``before`` is clean already
                 break
-            # (both steps return duplicate-free lists: only rules of one lhs can be equal, and
-            # each lhs's rules come out deduplicated)
+            # (both steps return duplicate-free lists from duplicate-free ones)
             rules = self.clean(rules, start, all_productive=not self.corners_used)
             if rules == before:
                 break
@@ -301,7 +304,7 @@ class _Normalizer:
         terms = self.terms
         self.tick("removing unproductive symbols")
         if all_productive:
-            return self._reachable(rules, [[x for x in r.rhs if x not in terms] for r in rules], start)
+            return self._reachable(rules, start)
         # each rule's nonterminal occurrences: productivity waits for them, reachability follows them
         nts = [[x for x in r.rhs if x not in terms] for r in rules]
         productive, pending = _derivable(rules, nts)
@@ -315,7 +318,7 @@ class _Normalizer:
             keep = [i for i, p in enumerate(pending) if not p]
             rules = [rules[i] for i in keep]
             nts = [nts[i] for i in keep]
-        return self._reachable(rules, nts, start)
+        return self._reachable(rules, start)
 
     def _without(self, rules: list[Rule], empty: set[str], start: str) -> list[Rule]:
         """:meth:`clean` where the unproductive symbols are known to be ``empty``: the rules
@@ -326,29 +329,27 @@ class _Normalizer:
                 f"(start symbol {start!r} derives no terminal string)"
             )
         rules = [r for r in rules if r.lhs not in empty and empty.isdisjoint(r.rhs)]
-        terms = self.terms
-        return self._reachable(rules, [[x for x in r.rhs if x not in terms] for r in rules], start)
+        return self._reachable(rules, start)
 
-    @staticmethod
-    def _reachable(rules: list[Rule], nts: list[list[str]], start: str) -> list[Rule]:
-        """The rules whose lhs is reachable from ``start`` (``nts``: each rule's nonterminal
-        occurrences; every one of them has a rule)."""
-        by_lhs: dict[str, list[list[str]]] = {}
-        for r, need in zip(rules, nts):
+    def _reachable(self, rules: list[Rule], start: str) -> list[Rule]:
+        """The rules whose lhs is reachable from ``start`` (set operations per lhs: the order of
+        the search does not matter, only the set it finds)."""
+        by_lhs: dict[str, list[tuple[str, ...]]] = {}
+        for r in rules:
             u = by_lhs.get(r.lhs)
             if u is None:
-                by_lhs[r.lhs] = [need]
+                by_lhs[r.lhs] = [r.rhs]
             else:
-                u.append(need)
-        reach = {start}
+                u.append(r.rhs)
+        reach = set(self.terms)
+        reach.add(start)
         work = [start]
         while work:
-            for need in by_lhs.get(work.pop(), ()):  # (a productive symbol has a kept rule)
-                for s in need:
-                    if s not in reach:
-                        reach.add(s)
-                        work.append(s)
-        if len(reach) == len(by_lhs):
+            new = set().union(*by_lhs.get(work.pop(), ()))
+            new -= reach
+            reach |= new
+            work.extend(new)
+        if reach.issuperset(by_lhs):
             return rules
         return [r for r in rules if r.lhs in reach]
 
@@ -481,7 +482,8 @@ class _Normalizer:
             if result is None:
                 result = self._break_by_right_corners(part, members)
                 self.corners_used = True
-            result = {a: _dedupe(rs) for a, rs in result.items()}
+            # (duplicate-free: inlining deduplicates, a hub's new rules differ from each other and
+            # from its old ones by the fresh symbol, the right corners deduplicate)
             total = len(rules) - comp_rules + sum(len(v) for v in result.values())
             self.budget(total, "right-recursion elimination")
             for a in members:
@@ -621,6 +623,8 @@ def _feedback_vertices(members: list[str], graph: dict[str, set[str]]) -> set[st
     """A small set of vertices meeting every cycle of the component (greedy: self-loops first,
     then the vertex with the most in×out edges in each remaining cyclic component)."""
     hubs = {v for v in members if v in graph.get(v, ())}
+    if len(members) == 1:
+        return hubs  # a component of one member is one by its self-loop
     position = {v: i for i, v in enumerate(members)}
     while True:
         rest = [v for v in members if v not in hubs]
