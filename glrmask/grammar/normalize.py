@@ -332,8 +332,8 @@ class _Normalizer:
         return self._reachable(rules, start)
 
     def _reachable(self, rules: list[Rule], start: str) -> list[Rule]:
-        """The rules whose lhs is reachable from ``start`` (set operations per lhs: the order of
-        the search does not matter, only the set it finds)."""
+        """The rules whose lhs is reachable from ``start`` (the terminals count as reached from
+        the outset, so the search skips them with the same test)."""
         by_lhs: dict[str, list[tuple[str, ...]]] = {}
         for r in rules:
             u = by_lhs.get(r.lhs)
@@ -345,10 +345,11 @@ class _Normalizer:
         reach.add(start)
         work = [start]
         while work:
-            new = set().union(*by_lhs.get(work.pop(), ()))
-            new -= reach
-            reach |= new
-            work.extend(new)
+            for rhs in by_lhs.get(work.pop(), ()):
+                for s in rhs:
+                    if s not in reach:
+                        reach.add(s)
+                        work.append(s)
         if reach.issuperset(by_lhs):
             return rules
         return [r for r in rules if r.lhs in reach]

@@ -51,7 +51,7 @@ _CONTROL_ESCAPES = {'n': '\n', 'f': '\f', 't': '\t', 'r': '\r'}
 # escape (2-4), a truncated one (5), a control escape (6), a bare slash (7), a backslash that ends
 # the regex (8), or the end.
 _LARK_ESCAPE = re.compile(
-    r'((?:[^\\/]|\\[^xuUnftr])*+)'
+    r'([^\\/]*+(?:\\[^xuUnftr][^\\/]*+)*+)'
     r'(?:\\x([0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})|\\([xuU])|\\([nftr])|(/)|(\\)|\Z)')
 
 
