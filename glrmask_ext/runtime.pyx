@@ -312,6 +312,7 @@ ctypedef struct CTables:
     const int32_t* goto_ptr
     const int32_t* goto_nt
     const int32_t* goto_tgt
+    const uint64_t* act_bits   # at most 64 terminals: per state, the terminals with an entry (else NULL)
     const int32_t* rule_len
     const int32_t* rule_lhs
     # Parser DWA
@@ -610,6 +611,17 @@ cdef class LazyLexer:
             glr_store_i32(&row[byte_set[k]], c2)
 
 
+def _row_bits(const int32_t[::1] ptr, const int32_t[::1] term):
+    """Per state, the bitset of the terminals (all below 64) of its action entries."""
+    cdef Py_ssize_t s, e, n = ptr.shape[0] - 1
+    out = np.zeros(max(n, 1), dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+    for s in range(n):
+        for e in range(ptr[s], ptr[s + 1]):
+            o[s] |= (<uint64_t>1) << term[e]
+    return out
+
+
 cdef class Tables:
     """Read-only C views of one compiled mask's arrays (kept alive by this object). See
     :func:`glrmask.runtime.tables.native_tables` for how the arrays are assembled and checked."""
@@ -667,6 +679,9 @@ cdef class Tables:
         t.goto_ptr = _i32(g["goto_ptr"])
         t.goto_nt = _i32(g["goto_nt"])
         t.goto_tgt = _i32(g["goto_tgt"])
+        if 0 < t.lr_nterm <= 64:
+            self._keep["act_bits"] = _row_bits(g["act_ptr"], g["act_term"])
+            t.act_bits = <const uint64_t*>cnp.PyArray_DATA(self._keep["act_bits"])
         t.rule_len = _i32(g["rule_len"])
         t.rule_lhs = _i32(g["rule_lhs"])
         t.root_of_lex = _i32(g["root_of_lex"])
@@ -1095,7 +1110,16 @@ cdef inline Py_ssize_t _row_find(const int32_t* keys, Py_ssize_t lo, Py_ssize_t 
 
 
 cdef inline Py_ssize_t _action(const CTables* t, int32_t st, int32_t term) noexcept nogil:
-    """The action entry of cell ``(st, term)``, or -1 when it neither shifts nor reduces."""
+    """The action entry of cell ``(st, term)``, or -1 when it neither shifts nor reduces. With at
+    most 64 terminals a state's row is one bitset word: the entry is its rank (a popcount), and
+    the common miss is one load."""
+    cdef uint64_t w, bit
+    if t.act_bits != NULL:
+        w = t.act_bits[st]
+        bit = (<uint64_t>1) << term
+        if not (w & bit):
+            return -1
+        return t.act_ptr[st] + glr_popcount64(w & (bit - 1))
     return _row_find(t.act_term, t.act_ptr[st], t.act_ptr[st + 1], term)
 
 

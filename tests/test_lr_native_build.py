@@ -271,4 +271,25 @@ def test_building_a_table_materializes_no_dense_view():
     t = LRTable.build(normalize(load_grammar(SOURCES["json"])))
     held = [v for v in vars(t).values() if isinstance(v, np.ndarray)]
     assert sorted(map(id, held)) == sorted(id(getattr(t, name)) for name in SPARSE)
-    assert t.shift_table is t.shift_table  # computed on first access, then cached
+    assert t.dense_views_nbytes == 0
+
+
+def test_a_dense_view_is_computed_once_on_first_access_and_read_only():
+    t = LRTable.build(normalize(load_grammar(SOURCES["json"])))
+    assert t.shift_table is t.shift_table
+    assert t.dense_views_nbytes == t.shift_table.nbytes
+    with pytest.raises(ValueError):
+        t.shift_table[0, 0] = 0
+
+
+def test_a_dynamic_mask_materializes_no_dense_view(gpt2):
+    import glrmask
+
+    mask = glrmask.compile(ROOT / "grammars" / "json.lark", gpt2, mode="dynamic")
+    state = mask.start()
+    for piece in (b'{"a": [1, ', b'"x", {"b": null}]', b"}"):
+        mask.get_mask(state)
+        assert state.commit_bytes(piece)
+    mask.get_mask(state)
+    assert state.is_accepting()
+    assert mask.table.dense_views_nbytes == 0

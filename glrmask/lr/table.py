@@ -157,6 +157,12 @@ class LRTable:
         """``[n_states * n_terminals + 1]`` int32: the CSR over dense cells into ``reduce_rules``."""
         return self._dense_view("reduce_offsets")
 
+    @property
+    def dense_views_nbytes(self) -> int:
+        """Bytes held by the dense views computed so far (0 until a consumer asks for one): what
+        a dynamic mask must keep at 0, since writing them is what the sparse form saves."""
+        return sum(x.nbytes for x in list(self._dense.values()))
+
     def _dense_view(self, name: str) -> np.ndarray:
         x = self._dense.get(name)
         if x is None:
