@@ -82,10 +82,17 @@ def _check_acyclic(cycle: list[str] | None) -> None:
 
 def _right_end_graph(rules: list[Rule], terminals) -> dict[str, set[str]]:
     """X → Y iff some rule ``Y -> γ X`` (nonterminal X only; terminals are sinks)."""
-    g: dict[str, set[str]] = defaultdict(set)
+    g: dict[str, set[str]] = {}
     for r in rules:
-        if r.rhs and r.rhs[-1] not in terminals:
-            g[r.rhs[-1]].add(r.lhs)
+        rhs = r.rhs
+        if rhs:
+            x = rhs[-1]
+            if x not in terminals:
+                s = g.get(x)
+                if s is None:
+                    g[x] = {r.lhs}
+                else:
+                    s.add(r.lhs)
     return g
 
 
@@ -648,7 +655,11 @@ def _feedback_vertices(members: list[str], graph: dict[str, set[str]]) -> set[st
 def _by_lhs(rules: list[Rule]) -> dict[str, list[Rule]]:
     d: dict[str, list[Rule]] = {}
     for r in rules:
-        d.setdefault(r.lhs, []).append(r)
+        u = d.get(r.lhs)
+        if u is None:
+            d[r.lhs] = [r]
+        else:
+            u.append(r)
     return d
 
 
