@@ -471,7 +471,7 @@ class _Normalizer:
     def break_right_recursion(self, rules: list[Rule], start: str) -> list[Rule]:
         terms = self.terms
         graph = _right_end_graph(rules, terms)
-        nodes = list(dict.fromkeys(r.lhs for r in rules))
+        nodes = list(dict.fromkeys([r.lhs for r in rules]))
         comps = [c for c in _sccs(nodes, graph) if len(c) > 1 or c[0] in graph.get(c[0], ())]
         self.corners_used = False
         if not comps:
