@@ -1562,6 +1562,8 @@ class Lowerer:
 
 def _malformed(k: str, v: Any) -> str | None:
     """Why the value of keyword `k` is not what the specification allows (None when it is fine)."""
+    if k not in _CHECKED_KEYWORDS:  # annotations and unknown keywords: most keys of a large schema
+        return None
     if k in COUNT_KEYWORDS:
         return None if _is_count(v) else f"{k} must be a non-negative integer, got {v!r}"[:200]
     if k in NUMBER_KEYWORDS:
@@ -1603,6 +1605,13 @@ def _malformed(k: str, v: Any) -> str | None:
     if k in ('uniqueItems', 'nullable'):
         return None if isinstance(v, bool) else f"{k} must be a boolean"
     return None
+
+
+_CHECKED_KEYWORDS = frozenset().union(
+    COUNT_KEYWORDS, NUMBER_KEYWORDS, SCHEMA_MAP_KEYWORDS, SCHEMA_KEYWORDS, SCHEMA_LIST_KEYWORDS,
+    ('type', 'enum', 'required', 'items', 'pattern', 'format', '$ref', '$dynamicRef', 'dependentRequired',
+     'dependencies', 'uniqueItems', 'nullable'))
+"""The keywords whose values :func:`_malformed` checks."""
 
 
 def _malformed_keywords(root: Any, limit: int = 50) -> list[str]:
