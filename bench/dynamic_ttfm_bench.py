@@ -18,7 +18,6 @@ One line per schema, then p50 / p90 / p99 / max of both over the schemas that co
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import subprocess
 import sys
@@ -26,8 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
+from maskbench_data import MASKBENCH, first_schemas
+
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "jsonschemabench" / "maskbench"
+DEFAULT_DATA = MASKBENCH
 DEFAULT_TOKENIZER = ROOT.parent / "shared" / "data" / "tokenizers" / "llama-3.1" / "tokenizer.json"
 
 _CHILD = r"""
@@ -70,26 +71,22 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     ttfm, lr = [], []
     print(f"{'schema':28s} {'states':>7s} {'ttfm ms':>9s} {'lr ms':>8s} {'stored MB':>9s} {'dense MB':>8s}")
-    for path in sorted(args.data.glob("*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            lines = [line for _, line in zip(range(args.per_split), f)]
-        for i, line in enumerate(lines):
-            name = f"{path.name.split('.')[0]}[{i}]"
-            schema = json.loads(line)["schema"]
-            proc = subprocess.run([sys.executable, "-c", _CHILD, str(args.tokenizer)], input=json.dumps(schema),
-                                  capture_output=True, text=True, timeout=600)
-            try:
-                r = json.loads(proc.stdout.strip().splitlines()[-1])
-            except (IndexError, ValueError):
-                print(f"{name:28s} crashed: {proc.stderr.strip()[-200:]}")
-                continue
-            if "error" in r:
-                print(f"{name:28s} {r['error']}")
-                continue
-            ttfm.append(r["ttfm_ms"])
-            lr.append(r["lr_ms"])
-            print(f"{name:28s} {r['states']:7d} {r['ttfm_ms']:9.1f} {r['lr_ms']:8.1f} {r['stored_mb']:9.2f} "
-                  f"{r['dense_mb']:8.2f}", flush=True)
+    for split, i, schema in first_schemas(args.per_split, args.data):
+        name = f"{split}[{i}]"
+        proc = subprocess.run([sys.executable, "-c", _CHILD, str(args.tokenizer)], input=json.dumps(schema),
+                              capture_output=True, text=True, timeout=600)
+        try:
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            print(f"{name:28s} crashed: {proc.stderr.strip()[-200:]}")
+            continue
+        if "error" in r:
+            print(f"{name:28s} {r['error']}")
+            continue
+        ttfm.append(r["ttfm_ms"])
+        lr.append(r["lr_ms"])
+        print(f"{name:28s} {r['states']:7d} {r['ttfm_ms']:9.1f} {r['lr_ms']:8.1f} {r['stored_mb']:9.2f} "
+              f"{r['dense_mb']:8.2f}", flush=True)
     print()
     for label, xs in (("TTFM", ttfm), ("LR build", lr)):
         a = np.asarray(xs)

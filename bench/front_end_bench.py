@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import gzip
 import hashlib
 import json
 import pstats
@@ -37,25 +36,21 @@ from typing import Any, Callable, Iterator
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from maskbench_data import MASKBENCH, first_schemas  # noqa: E402
 from glrmask.errors import GlrmaskError  # noqa: E402
 from glrmask.grammar.ir import Grammar  # noqa: E402
 from glrmask.grammar.loader import load_grammar  # noqa: E402
 from glrmask.grammar.normalize import normalize  # noqa: E402
 from glrmask.json_schema import lower_json_schema_ir  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "jsonschemabench" / "maskbench"
+DATA = MASKBENCH
 CORPUS = ROOT / "tests" / "data" / "jsonschema" / "lowering_corpus.jsonl"
 
 
 def maskbench(per_split: int) -> Iterator[tuple[str, Any]]:
     """``(name, schema)`` for the first ``per_split`` schemas of every split, splits sorted."""
-    for path in sorted(DATA.glob("*.jsonl.gz")):
-        split = path.name.split(".")[0]
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            for i, line in enumerate(f):
-                if i >= per_split:
-                    break
-                yield f"{split}[{i}]", json.loads(line)["schema"]
+    for split, i, schema in first_schemas(per_split, DATA):
+        yield f"{split}[{i}]", schema
 
 
 def digest(run: Callable[[], Grammar]) -> tuple[str, Grammar | None]:

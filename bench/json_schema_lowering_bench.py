@@ -20,8 +20,6 @@ every schema that the two paths give the same IR. Schemas the lowering refuses a
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import statistics
 import sys
 import time
@@ -31,24 +29,17 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import maskbench_data  # noqa: E402
 from glrmask.errors import GrammarTooComplex, UnsupportedSchema  # noqa: E402
 from glrmask.grammar.lark_frontend import grammar_from_lark  # noqa: E402
 from glrmask.json_schema import lower_json_schema_ir  # noqa: E402
 from glrmask.json_schema.lowering import Options, build, load_schema  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "jsonschemabench" / "maskbench"
+DATA = maskbench_data.MASKBENCH
 
 
 def first_schemas(per_split: int) -> list[tuple[str, int, Any]]:
-    out = []
-    for path in sorted(DATA.glob("*.jsonl.gz")):
-        split = path.name.split(".")[0]
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            for i, line in enumerate(f):
-                if i >= per_split:
-                    break
-                out.append((split, i, json.loads(line)["schema"]))
-    return out
+    return list(maskbench_data.first_schemas(per_split, DATA))
 
 
 def via_text(schema: Any):

@@ -30,7 +30,6 @@ some alternatives by set iteration, so a terminal's pattern can differ between p
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
 import json
 import multiprocessing as mp
@@ -43,30 +42,26 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from maskbench_data import MASKBENCH, first_schemas  # noqa: E402
 from glrmask.errors import GlrmaskError  # noqa: E402
 from glrmask.grammar.normalize import normalize  # noqa: E402
 from glrmask.json_schema import lower_json_schema_ir  # noqa: E402
 from glrmask.lexer import Lexer  # noqa: E402
 from glrmask.lexer import charsets  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "jsonschemabench" / "maskbench"
+DATA = MASKBENCH
 
 
 def load_terminals(per_split: int) -> list[tuple[str, list[tuple[str, str]]]]:
     """``(label, terminals)`` of the first ``per_split`` schemas of each split that lower."""
     out = []
-    for path in sorted(DATA.glob("*.jsonl.gz")):
-        split = path.name.split(".")[0]
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            for i, line in enumerate(f):
-                if i >= per_split:
-                    break
-                try:
-                    g, _ = lower_json_schema_ir(json.loads(line)["schema"])
-                    ng = normalize(g)
-                except GlrmaskError:
-                    continue
-                out.append((f"{split}#{i}", [(t.name, t.pattern) for t in ng.terminals.values()]))
+    for split, i, schema in first_schemas(per_split, DATA):
+        try:
+            g, _ = lower_json_schema_ir(schema)
+            ng = normalize(g)
+        except GlrmaskError:
+            continue
+        out.append((f"{split}#{i}", [(t.name, t.pattern) for t in ng.terminals.values()]))
     return out
 
 

@@ -28,8 +28,6 @@ builder over all schemas.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import sys
 import time
 from pathlib import Path
@@ -38,20 +36,17 @@ from typing import Iterator
 import numpy as np
 
 from glrmask.errors import GlrmaskError
+from maskbench_data import MASKBENCH, first_schemas
 from glrmask.grammar.normalize import normalize
 from glrmask.json_schema import lower_json_schema_ir
 from glrmask.lr import LRTable
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "jsonschemabench" / "maskbench"
+DEFAULT_DATA = MASKBENCH
 
 
 def schemas(data: Path, per_split: int) -> Iterator[tuple[str, object]]:
-    for path in sorted(data.glob("*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            for i, line in enumerate(f):
-                if i >= per_split:
-                    break
-                yield f"{path.name.split('.')[0]}[{i}]", json.loads(line)["schema"]
+    for split, i, schema in first_schemas(per_split, data):
+        yield f"{split}[{i}]", schema
 
 
 def timed_build(grammar, native: bool, repeat: int) -> tuple[float, LRTable]:

@@ -12,7 +12,6 @@ and every Lark grammar shipped or in the test corpus; it was recorded by
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from _maskbench import MASKBENCH, first_schemas
 from glrmask.grammar.ir import Grammar
 from glrmask.grammar.loader import load_grammar
 from glrmask.grammar.normalize import normalize
@@ -27,7 +27,6 @@ from glrmask.json_schema import lower_json_schema_ir
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT = json.loads((ROOT / "bench" / "results" / "front_end_snapshot.json").read_text())["cases"]
-MASKBENCH = ROOT.parent / "shared" / "data" / "jsonschemabench" / "maskbench"
 CORPUS = [json.loads(line) for line in
           (ROOT / "tests" / "data" / "jsonschema" / "lowering_corpus.jsonl").read_text(encoding="utf-8").splitlines()]
 LARK = sorted((ROOT / "grammars").glob("*.lark")) + sorted((ROOT / "tests" / "data" / "grammars").glob("*/grammar.lark"))
@@ -53,12 +52,7 @@ def _assert_as_recorded(name: str, front: Callable[[], Grammar]) -> None:
 def _maskbench(per_split: int) -> Iterator[tuple[str, Any]]:
     if not MASKBENCH.is_dir():
         pytest.skip(f"no JSONSchemaBench data at {MASKBENCH}")
-    for path in sorted(MASKBENCH.glob("*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            for i, line in enumerate(f):
-                if i >= per_split:
-                    break
-                yield f"{path.name.split('.')[0]}[{i}]", json.loads(line)["schema"]
+    return first_schemas(per_split)
 
 
 def test_the_snapshot_covers_every_tested_schema_and_grammar():

@@ -15,13 +15,13 @@ Then a few behaviours of ``compile_json_schema`` on that IR, through the public 
 """
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
+from _maskbench import MASKBENCH, first_schemas
 import glrmask
 from glrmask.errors import GrammarTooComplex, UnsupportedSchema
 from glrmask.grammar.ir import Grammar
@@ -31,7 +31,6 @@ from glrmask.json_schema.builder import lark_pattern, lark_regex_literal
 from glrmask.json_schema.lowering import Options, build, load_schema
 
 DATA = Path(__file__).resolve().parent / "data" / "jsonschema"
-MASKBENCH = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "jsonschemabench" / "maskbench"
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -43,12 +42,7 @@ SAMPLE = _jsonl(DATA / "maskbench_sample.jsonl")
 
 
 def _maskbench(per_split: int) -> Iterator[tuple[str, Any]]:
-    for path in sorted(MASKBENCH.glob("*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            for i, line in enumerate(f):
-                if i >= per_split:
-                    break
-                yield f"{path.name.split('.')[0]}[{i}]", json.loads(line)["schema"]
+    return first_schemas(per_split)
 
 
 def _shape(g: Grammar) -> tuple:

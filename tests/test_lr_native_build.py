@@ -6,9 +6,6 @@ and fails the same way on the same bad input and budgets. The dense views derive
 rows agree with them cell by cell."""
 from __future__ import annotations
 
-import gzip
-import itertools
-import json
 import random
 from functools import lru_cache
 from pathlib import Path
@@ -19,6 +16,7 @@ import pytest
 import glrmask.lr.table as lr_table
 from _grammars import CASES
 from _lr_support import CORPUS, bnf, bnf_file, corpus_grammar
+from _maskbench import MASKBENCH, first_schemas
 from glrmask.budget import CompileBudget, activate_budget
 from glrmask.errors import GlrmaskError, GrammarError, GrammarTooComplex
 from glrmask.grammar.ir import Grammar, Rule, TerminalDef
@@ -28,7 +26,6 @@ from glrmask.lr import LRTable
 
 ROOT = Path(__file__).resolve().parents[1]
 GRAMMAR_CORPUS = Path(__file__).resolve().parent / "data" / "grammars"
-MASKBENCH = ROOT.parent / "shared" / "data" / "jsonschemabench" / "maskbench"
 
 SOURCES = (
     {p.stem: str(p) for p in sorted((ROOT / "grammars").glob("*.lark"))}
@@ -141,12 +138,7 @@ def test_random_grammars_build_identically_normalized_or_raw(seed):
 # ---------------------------------------------------------------- JSONSchemaBench
 @lru_cache(maxsize=None)
 def _maskbench(per_split: int) -> list[tuple[str, object]]:
-    out = []
-    for path in sorted(MASKBENCH.glob("*.jsonl.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            for i, line in enumerate(itertools.islice(f, per_split)):
-                out.append((f"{path.name.split('.')[0]}[{i}]", json.loads(line)["schema"]))
-    return out
+    return list(first_schemas(per_split))
 
 
 def _schema_grammar(schema) -> Grammar:
