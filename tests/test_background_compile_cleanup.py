@@ -60,3 +60,37 @@ def test_exiting_while_an_auto_compile_runs_stops_the_worker(exited_while_compil
 def test_exiting_while_an_auto_compile_runs_leaves_no_job_folder(exited_while_compiling):
     tmp, _worker = exited_while_compiling
     assert sorted(p.name for p in tmp.iterdir()) == []
+
+
+# Runs in a fresh interpreter: drops an auto-mode mask while its compile runs, then waits (the
+# process goes on) until the job folder is gone; prints the worker's pid and what $TMPDIR holds.
+_DROP_WHILE_COMPILING = """
+import gc, os, time
+import glrmask
+mask = glrmask.compile("grammars/sql.lark", glrmask.Vocab.default(), mode="auto")
+pid = mask.static_compile_pid
+assert pid is not None, "the compile ended before the mask was dropped"
+del mask
+gc.collect()
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline and any(n.startswith("glrmask-compile-") for n in os.listdir(os.environ["TMPDIR"])):
+    time.sleep(0.05)
+print(pid, *sorted(n for n in os.listdir(os.environ["TMPDIR"]) if n.startswith("glrmask-compile-")), flush=True)
+"""
+
+
+def test_dropping_an_auto_mask_stops_its_worker_and_removes_its_job_folder(tmp_path):
+    """The drop itself does not wait for the worker (it may run inside any later request); the
+    watcher reaps the worker and removes the folder while the process goes on."""
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("reads process states from /proc")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", _DROP_WHILE_COMPILING], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    worker, *left = done.stdout.split()
+    assert left == [], "the job folder outlived its dropped mask"
+    deadline = time.monotonic() + 30
+    while not _gone(int(worker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(int(worker)), "the compile worker outlived its dropped mask"
