@@ -138,25 +138,35 @@ cdef inline bint _escapable(Py_UCS4 c):
     return not (u'0' <= c <= u'9' or u'a' <= c <= u'z' or u'A' <= c <= u'Z')
 
 
+DEF MAX_QUICK_DEPTH = 200  # deeper groups are left to re (its parser words the error)
+
+
 cdef class _Parser:
     cdef str p
-    cdef Py_ssize_t i, n
+    cdef Py_ssize_t i, n, depth
     cdef object state
 
     def __init__(self, str pattern):
         self.p = pattern
         self.i = 0
+        self.depth = 0
         self.n = len(pattern)
         self.state = _State()
         self.state.flags = _STR_FLAGS
         self.state.str = pattern
 
     cdef object alternation(self):
+        # an explicit bound: a group's C frames are large, and the interpreter's recursion limit
+        # (which callers may raise) does not bound the C stack
+        if self.depth >= MAX_QUICK_DEPTH:
+            raise _Bail
+        self.depth += 1
         Py_EnterRecursiveCall(" while parsing a regex")
         try:
             return self._alternation()
         finally:
             Py_LeaveRecursiveCall()
+            self.depth -= 1
 
     cdef object _alternation(self):
         cdef list alts = [self.sequence()]

@@ -85,3 +85,20 @@ def test_state_budget_raises_grammar_too_complex():
 def test_duplicate_terminal_names_are_rejected():
     with pytest.raises(RegexError):
         Lexer([("A", "a"), ("A", "b")])
+
+
+
+@pytest.mark.parametrize("group", ["(?:", "(?:a|", "("])
+def test_groups_nested_past_the_quick_parsers_depth_still_compile(group):
+    pattern = group * 250 + "b" + ")" * 250  # the quick parser stops at 200 levels; re parses it
+    lx = Lexer([("T", pattern)])
+    assert lx.initial >= 0
+
+
+@pytest.mark.parametrize("group", ["(?:", "(?:a|", "("])
+def test_groups_nested_100000_deep_are_a_regex_error_not_a_crash(group):
+    """The quick parser bounds its own depth (its C frames are large, and the interpreter's
+    recursion limit does not bound the C stack); re then refuses the pattern, worded as a
+    RegexError naming the terminal."""
+    with pytest.raises(RegexError, match="'T'"):
+        Lexer([("T", group * 100_000 + "b" + ")" * 100_000)])

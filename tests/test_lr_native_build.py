@@ -166,8 +166,7 @@ def test_jsonschemabench_schemas_build_identically_past_max_states(name):
 def test_jsonschemabench_sample_builds_identically(index):
     # the first five schemas of each split: ~10 s, most of it the Python builder on the largest
     sample = _maskbench(5)
-    if index >= len(sample):
-        pytest.skip("fewer schemas in the sample")
+    assert len(sample) == 50  # five of each of the ten splits
     assert_same_build(_schema_grammar(sample[index][1]))
 
 
