@@ -33,8 +33,17 @@ from .errors import GlrmaskError, GrammarTooComplex
 
 __all__ = ["BackgroundCompile"]
 
-_EXITING: list[bool] = []  # non-empty once the interpreter exits (before weakref's finalizers run)
-atexit.register(_EXITING.append, True)
+_LIVE: dict[str, tuple] = {}  # job folder -> (worker, cancelled event) until its folder is removed
+
+
+def _stop_all_at_exit() -> None:
+    """At interpreter exit the watcher threads (daemons) never run again: stop whatever they
+    left, synchronously (whichever order this and weakref's own exit hook run in)."""
+    for directory, (proc, cancelled) in list(_LIVE.items()):
+        BackgroundCompile._stop(proc, cancelled, directory)
+
+
+atexit.register(_stop_all_at_exit)
 
 _vocab_lock = threading.Lock()
 _vocab_files: dict[str, str] = {}  # vocabulary fingerprint -> its pickle, written once per process
@@ -118,6 +127,7 @@ class BackgroundCompile:
         self._proc = subprocess.Popen([sys.executable, "-c", _BOOTSTRAP, self._dir],
                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._cancelled = threading.Event()
+        _LIVE[self._dir] = (self._proc, self._cancelled)
         owner_ref = weakref.ref(owner)
         # the watcher holds only a weak reference: dropping the mask cancels the compile
         # (at interpreter exit too: the finalizer stops the worker and removes the job folder)
@@ -132,11 +142,7 @@ class BackgroundCompile:
         """The mask was dropped (this runs wherever the collector freed it: inside some later
         request's mask, typically): kill the worker and return at once; the watcher thread, which
         waits on it, reaps it and removes the job folder. Waiting here cost ~15 ms of the caller's
-        time per dropped mask. At interpreter exit the watcher never runs again, so then the stop
-        is complete here."""
-        if _EXITING:  # registered after weakref's own exit hook, so it runs first
-            BackgroundCompile._stop(proc, cancelled, directory)
-            return
+        time per dropped mask. At interpreter exit :func:`_stop_all_at_exit` finishes the job."""
         cancelled.set()
         if proc.poll() is None:
             proc.kill()
@@ -154,6 +160,7 @@ class BackgroundCompile:
                 proc.kill()
                 proc.wait()
         shutil.rmtree(directory, ignore_errors=True)
+        _LIVE.pop(directory, None)
 
     @staticmethod
     def _watch(proc, cancelled, directory, out_path, err_path, vocab, owner_ref, on_done, on_error) -> None:
@@ -180,6 +187,7 @@ class BackgroundCompile:
                 (on_error if isinstance(result, GlrmaskError) else on_done)(owner, result)
         finally:
             shutil.rmtree(directory, ignore_errors=True)
+            _LIVE.pop(directory, None)
 
     def cancel(self) -> None:
         """Stop the worker (nothing is switched afterwards)."""
