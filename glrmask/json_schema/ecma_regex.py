@@ -14,6 +14,7 @@ a raw ``"``, so ``$`` becomes ``(?=\\x22)`` (the closing quote follows) exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Union
 
 from . import charset as cs
@@ -341,8 +342,33 @@ class _Parser:
 
 
 def parse(pattern: str) -> Node:
-    """Parse an ECMA-262 pattern (no flags) into the AST."""
-    return _Parser(pattern).parse()
+    """Parse an ECMA-262 pattern (no flags) into the AST.
+
+    Memoized per pattern (the AST is immutable): the lowering reads the same pattern several
+    times — its content regex, and its fixed prefix once per other pattern it is tested against
+    for overlap — and a schema's dozens of patternProperties made that a quadratic number of
+    parses. A refusal is remembered too and raised anew, with the same message, each time."""
+    got = _parse_memo(pattern)
+    if type(got) is _Refusal:
+        raise PatternUnsupported(*got.args)
+    return got
+
+
+class _Refusal:
+    """The arguments of the :class:`PatternUnsupported` a pattern's parse raised."""
+
+    __slots__ = ("args",)
+
+    def __init__(self, args: tuple) -> None:
+        self.args = args
+
+
+@lru_cache(maxsize=4096)
+def _parse_memo(pattern: str) -> "Node | _Refusal":
+    try:
+        return _Parser(pattern).parse()
+    except PatternUnsupported as e:
+        return _Refusal(e.args)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -400,11 +426,12 @@ def _emit(node: Node | None) -> str:
     raise TypeError(node)
 
 
+@lru_cache(maxsize=4096)
 def content_regex(pattern: str) -> str:
     """Regex for the encoded content (between the quotes) of strings the pattern *searches* into.
 
     The result must be followed by the closing quote; it includes the implicit ``.*`` on either
-    side unless the pattern is anchored.
+    side unless the pattern is anchored. (Memoized: a pure function of the pattern.)
     """
     node = parse(pattern)
     branches = node.branches if isinstance(node, Alt) else (node,)
