@@ -96,6 +96,7 @@ class LexerDFA:
         max_states: int = DEFAULT_MAX_STATES,
         max_conds: int = 200_000,
         max_seconds: float | None = None,
+        native: bool = True,
     ) -> "LexerDFA":
         """Enumerate every lexer state reachable from ``lexer.initial`` and ``start_states`` (e.g.
         :meth:`Lexer.restrict` results) and every condition their events reach, then minimize.
@@ -103,23 +104,39 @@ class LexerDFA:
         Raises :class:`GrammarTooComplex` when more than ``max_states`` lexer states or
         ``max_conds`` pending conditions are reachable (the lexer's own ``max_states`` applies to
         its interning as well), or the exploration takes more than ``max_seconds``.
+
+        ``native=False`` runs the Python reference loops (the test oracle) instead of
+        :mod:`glrmask_ext.lexer_dfa`; both give the same arrays and leave the lexer with the same
+        interned states (the lane steps themselves are the lexer's Python code either way).
         """
         check = _Deadline(max_seconds)
-        states, trans_raw, ev_raw, ev_lists = _explore_states(lexer, start_states, max_states, check)
+        lane_lists = None
+        if native:
+            from glrmask_ext.lexer_dfa import explore_states
+
+            starts = [lexer.initial] + [q for q in (start_states or ()) if q != DEAD]
+            states, trans_raw, ev_raw, ev_lists, lane_lists = explore_states(lexer, starts, max_states, check)
+        else:
+            states, trans_raw, ev_raw, ev_lists = _explore_states(lexer, start_states, max_states, check)
         conds, cond_trans_raw = _explore_conds(lexer, ev_lists, max_conds, check)
         at_end = np.array([lexer.cond_at_end(c) for c in conds], dtype=np.uint8)
 
-        cond_cls = _minimize_conds(cond_trans_raw, at_end, check)
+        cond_cls = _minimize_conds(cond_trans_raw, at_end, check, native)
         cond_new = _first_occurrence_ids(cond_cls)  # TRUE/FALSE are rows 0/1: they keep 0/1
         cond_of = {c: int(cond_new[i]) for i, c in enumerate(conds)}
 
         n_terms = len(lexer.terminal_names)
         n_words = max(1, (n_terms + 63) // 64)
-        fut_rows = np.zeros((len(states), n_words), dtype=np.uint64)
-        for i, q in enumerate(states):
-            check.tick("lexer DFA export (futures)", i)
-            for t in lexer.futures(q):
-                fut_rows[i, t // 64] |= np.uint64(1) << np.uint64(t % 64)
+        if lane_lists is not None:
+            from glrmask_ext.lexer_dfa import lane_futures
+
+            fut_rows = lane_futures(lexer, lane_lists, n_words, check)
+        else:
+            fut_rows = np.zeros((len(states), n_words), dtype=np.uint64)
+            for i, q in enumerate(states):
+                check.tick("lexer DFA export (futures)", i)
+                for t in lexer.futures(q):
+                    fut_rows[i, t // 64] |= np.uint64(1) << np.uint64(t % 64)
 
         # event lists with conditions replaced by their minimized ids, interned per transition
         mapped_ids: dict[tuple, int] = {}
@@ -134,7 +151,7 @@ class LexerDFA:
             raw_to_mapped[k] = mid
         ev_key = raw_to_mapped[ev_raw]
 
-        state_cls = _minimize_states(trans_raw, ev_key, fut_rows, check)
+        state_cls = _minimize_states(trans_raw, ev_key, fut_rows, check, native)
         state_new = _first_occurrence_ids(state_cls)
         n_states = int(state_new.max()) + 1 if len(states) else 0
         reps = np.empty(n_states, dtype=np.int64)
@@ -555,21 +572,31 @@ def _refine(cls: np.ndarray, targets: np.ndarray, check: _Deadline, stage: str) 
     return cls
 
 
-def _minimize_conds(trans: np.ndarray, at_end: np.ndarray, check: _Deadline) -> np.ndarray:
+def _minimize_conds(trans: np.ndarray, at_end: np.ndarray, check: _Deadline, native: bool) -> np.ndarray:
     # initial blocks: TRUE, FALSE, pending failing at the end, pending passing at the end
     init = np.where(at_end.astype(np.int64) > 0, 3, 2)
     init[0], init[1] = 0, 1
-    return _refine(init, trans, check, "lexer DFA minimization (match conditions)")
+    stage = "lexer DFA minimization (match conditions)"
+    if native:
+        from glrmask_ext.lexer_dfa import refine
+
+        return refine(init, np.ascontiguousarray(trans, dtype=np.int64), check.check, stage)
+    return _refine(init, trans, check, stage)
 
 
 def _minimize_states(trans: np.ndarray, ev_key: np.ndarray, futures: np.ndarray,
-                     check: _Deadline) -> np.ndarray:
+                     check: _Deadline, native: bool) -> np.ndarray:
     if trans.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
     # event lists and futures never change during refinement: fold them into the first blocks
-    first = np.concatenate([futures.view(np.int64), ev_key], axis=1)
-    _, init = np.unique(np.ascontiguousarray(first), axis=0, return_inverse=True)
-    return _refine(init.reshape(-1), trans, check, "lexer DFA minimization (lexer states)")
+    first = np.ascontiguousarray(np.concatenate([futures.view(np.int64), ev_key], axis=1))
+    stage = "lexer DFA minimization (lexer states)"
+    if native:  # the partition is what counts: any exact labelling of the rows will do
+        from glrmask_ext.lexer_dfa import refine, row_labels
+
+        return refine(row_labels(first), np.ascontiguousarray(trans, dtype=np.int64), check.check, stage)
+    _, init = np.unique(first, axis=0, return_inverse=True)
+    return _refine(init.reshape(-1), trans, check, stage)
 
 
 def _first_occurrence_ids(cls: np.ndarray) -> np.ndarray:

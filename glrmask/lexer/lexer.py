@@ -37,6 +37,7 @@ from typing import Iterable, Optional, Sequence
 from glrmask.budget import current_budget
 from glrmask.errors import GrammarTooComplex, RegexError
 
+from .charsets import DEAD as CLS_DEAD
 from .program import (
     ACCEPT,
     BOUND,
@@ -133,6 +134,9 @@ class Lexer:
         self._ts_total = 0
         self._n_trans = 0  # memoized byte transitions (joint and lane), see _transition_added
         self._ts_future: list[dict[int, bool]] = [{} for _ in range(n)]
+        # per terminal, per waiting pc: bitmask of the terminal's byte groups the pc reads
+        self._pc_groups: list[dict[int, int]] = [{} for _ in range(n)]
+        self._cls_groups: list[dict[tuple[int, int], int]] = [{} for _ in range(n)]
         self._plain_terms: dict[int, bool] = {}
         # conditions
         self._conds: list[tuple | None] = [None, None]
@@ -253,12 +257,51 @@ class Lexer:
         hit = live[ts]
         if hit is None:
             hit = []
+            mask = self._entries_groups(t, self._ts[t][ts][0])
             for g, b in enumerate(self._grep[t]):
-                ts2, ev = self._lane_step(t, ts, b)
-                if ts2 >= 0 or ev:
-                    hit.append((g, ts2, ev))
+                if mask >> g & 1:
+                    ts2, ev = self._lane_step(t, ts, b)
+                    if ts2 >= 0 or ev:
+                        hit.append((g, ts2, ev))
             live[ts] = hit
         return hit
+
+    def _entries_groups(self, t: int, entries: tuple[tuple[int, int], ...]) -> int:
+        """Bitmask of terminal ``t``'s byte groups on which a lane holding ``entries`` can survive
+        or report an event: every group when it holds a blocker, else the groups some thread's
+        pc reads. On the other groups every thread dies at once (:meth:`Program.advance` < 0)
+        whatever its conditions, so the step is ``(DEAD, ())`` without being computed — most
+        groups of most lanes (a keyword literal reads one or two of them)."""
+        memo = self._pc_groups[t]
+        mask = 0
+        for pc, _cs in entries:
+            if pc < 0:
+                return (1 << len(self._grep[t])) - 1
+            m = memo.get(pc)
+            if m is None:
+                m = memo[pc] = self._reads_groups(t, pc)
+            mask |= m
+        return mask
+
+    def _reads_groups(self, t: int, pc: int) -> int:
+        """Bitmask of terminal ``t``'s byte groups on which the CHAR/MID instruction ``pc``
+        survives (:meth:`Program.advance` >= 0: its class does not die on the byte). Keyed by
+        the instruction's (class, class state), not its pc: a counted repeat's copies of one
+        character share it."""
+        prog = self.prog
+        cls = prog.a[pc]
+        cstate = 0 if prog.kind[pc] == CHAR else prog.b[pc]
+        key = (cls, cstate)
+        memo = self._cls_groups[t]
+        m = memo.get(key)
+        if m is None:
+            step = prog.classes[cls].step
+            m = 0
+            for g, b in enumerate(self._grep[t]):
+                if step(cstate, b) != CLS_DEAD:
+                    m |= 1 << g
+            memo[key] = m
+        return m
 
     def byte_classes(self, state: int) -> tuple[list[int], tuple[int, ...]]:
         """The bytes ``state`` steps alike: ``(class of each byte, representative of each

@@ -1,0 +1,481 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# distutils: language = c++
+"""Native loops of the dense lexer export (semantics and reference: :mod:`glrmask.lexer.dfa`).
+
+Why native. Exporting the lazy lexer visits every reachable joint state over all 256 bytes; a
+JSON Schema with a few hundred terminals has thousands of joint states of sixty-odd live lanes
+each, and assembling their successors in Python (per lane, per byte group, per joint byte class,
+a tuple and a dict lookup) cost more than stepping the lanes themselves. Here a joint state is a
+vector of lane indices, a lane's transitions are a dense row over its terminal's byte groups, and
+a successor is hashed as a byte string of ``(terminal, lane state)`` words: Python is only called
+when something is new — a lane whose transitions the lexer has not listed yet
+(``Lexer._lane_live``, which steps the lane in Python: the semantics stay in one place), a set of
+live terminals whose byte classes are unknown (``Lexer._partition_of``), a joint state the lexer
+must intern (``Lexer._intern_joint``, so lazy ids stay the lexer's), a new event list.
+
+Identical output. States are visited breadth-first in the order of :func:`glrmask.lexer.dfa.
+_explore_states` (successors by ascending joint byte class, i.e. by smallest byte), lanes are
+listed in each state's lane order and joint states interned in class order, exactly as
+:meth:`Lexer.row` does, so the lexer hands out the same lazy ids, and event lists are numbered by
+first occurrence. The partition refinement computes the unique coarsest stable partition, as
+:func:`glrmask.lexer.dfa._refine` does; the caller renumbers classes canonically.
+
+Memory. The lazy lexer's per-state memo rows (``_js_rows``) are not filled: the export does not
+need them and a later :meth:`Lexer.step` on these states rebuilds them from the lane memo.
+"""
+cimport cython
+import numpy as np
+cimport numpy as cnp
+
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint64_t
+from libcpp.algorithm cimport sort
+from libcpp.string cimport string
+from libcpp.unordered_map cimport unordered_map
+from libcpp.vector cimport vector
+
+from glrmask.errors import GrammarTooComplex
+
+cnp.import_array()
+
+__all__ = ["explore_states", "lane_futures", "refine", "row_labels"]
+
+cdef enum:
+    _CHECK_EVERY = 32
+
+
+cdef inline string _key64(const int64_t* p, size_t n) noexcept nogil:
+    return string(<const char*>p, n * sizeof(int64_t))
+
+
+cdef inline string _key32(const int32_t* p, size_t n) noexcept nogil:
+    return string(<const char*>p, n * sizeof(int32_t))
+
+
+cdef class _Lanes:
+    """Lane indices ``L`` for the lexer's ``(terminal, lane state)`` pairs, with each lane's
+    transitions as a dense row over its terminal's byte groups (next lane state or -1, lane
+    event-list id, 0 = none)."""
+
+    cdef object lexer
+    cdef unordered_map[int64_t, int32_t] index
+    cdef vector[int32_t] term
+    cdef vector[int32_t] lstate
+    cdef vector[int64_t] off  # row start in nxt/ev; -1 while not listed
+    cdef vector[int32_t] nxt
+    cdef vector[int32_t] ev
+    cdef vector[int32_t] n_groups  # per terminal
+    cdef dict ev_ids
+    cdef list ev_lists
+
+    def __init__(self, lexer):
+        self.lexer = lexer
+        for grep in lexer._grep:
+            self.n_groups.push_back(len(grep))
+        self.ev_ids = {(): 0}
+        self.ev_lists = [()]
+
+    cdef int32_t lane(self, int32_t t, int32_t ts):
+        cdef int64_t k = (<int64_t>t << 32) | <int64_t>ts
+        cdef unordered_map[int64_t, int32_t].iterator it = self.index.find(k)
+        if it != self.index.end():
+            return cython.operator.dereference(it).second
+        cdef int32_t L = <int32_t>self.term.size()
+        self.index[k] = L
+        self.term.push_back(t)
+        self.lstate.push_back(ts)
+        self.off.push_back(-1)
+        return L
+
+    cdef int list_lane(self, int32_t L) except -1:
+        """Fill the lane's row from ``Lexer._lane_live`` (its Python lane steps)."""
+        cdef int32_t t = self.term[L]
+        cdef int64_t base = <int64_t>self.nxt.size()
+        cdef int32_t g, ng = self.n_groups[t]
+        self.nxt.resize(base + ng, -1)
+        self.ev.resize(base + ng, 0)
+        self.off[L] = base
+        cdef object eid
+        for g_, ts2, evs in self.lexer._lane_live(t, self.lstate[L]):
+            g = g_
+            self.nxt[base + g] = ts2
+            if evs:
+                eid = self.ev_ids.get(evs)
+                if eid is None:
+                    eid = self.ev_ids[evs] = len(self.ev_lists)
+                    self.ev_lists.append(evs)
+                self.ev[base + g] = eid
+        return 0
+
+
+def explore_states(lexer, list starts, int64_t max_states, check):
+    """:func:`glrmask.lexer.dfa._explore_states`, natively: ``(states, trans, evs, ev_lists)`` —
+    the lazy ids in visiting order, the ``int64[n, 256]`` transition table over exploration
+    indices (-1 DEAD), the raw event-list id per transition and the distinct event lists — plus
+    the per-state lane lists for :func:`lane_futures` (an opaque object)."""
+    cdef _Lanes lanes = _Lanes(lexer)
+    cdef list js = lexer._js
+    cdef list gid_py = lexer._gid
+    cdef int n_terms = len(gid_py)
+    # per terminal, its byte -> group map
+    cdef vector[int32_t] gid
+    gid.resize(<size_t>n_terms * 256)
+    cdef int t, b
+    for t in range(n_terms):
+        row = gid_py[t]
+        for b in range(256):
+            gid[<size_t>t * 256 + b] = row[b]
+
+    # explored states: lazy id, lane indices (flat, CSR)
+    cdef vector[int64_t] lazy
+    cdef vector[int64_t] st_ptr
+    cdef vector[int32_t] st_lanes
+    st_ptr.push_back(0)
+    cdef unordered_map[int64_t, int32_t] index  # lazy id -> exploration index
+    cdef unordered_map[string, int64_t] joint  # lane-pair words -> lazy id
+    cdef unordered_map[string, int32_t] parts  # terminal words -> partition index
+    cdef vector[uint8_t] part_cls  # per partition: byte -> class
+    cdef vector[uint8_t] part_reps_flat
+    cdef vector[int32_t] part_reps_ptr
+    part_reps_ptr.push_back(0)
+    cdef unordered_map[string, int32_t] ev_seq_ids  # lane event-id words -> raw event-list id
+    cdef list ev_lists = [()]
+    cdef vector[int64_t] trans
+    cdef vector[int64_t] evs
+    cdef vector[int64_t] words
+    cdef vector[int32_t] tw
+    cdef vector[int32_t] seq
+    cdef vector[int64_t] res_t
+    cdef vector[int64_t] res_e
+    cdef int64_t q, q2, i, head = 0, n_done = 0
+    cdef int32_t L, k, ncls, j, m, g, nx, e, pidx, ts2
+    cdef size_t lo, hi, base
+    cdef unordered_map[int64_t, int32_t].iterator it
+    cdef unordered_map[string, int64_t].iterator jt
+    cdef unordered_map[string, int32_t].iterator pt
+    cdef string key
+    cdef const uint8_t* cls
+    cdef const uint8_t* reps
+    cdef object found, tup
+    cdef int64_t max_lanes_state = 0
+
+    for q_obj in starts:
+        q = q_obj
+        if index.find(q) != index.end():
+            continue
+        if <int64_t>lazy.size() >= max_states:
+            raise GrammarTooComplex(
+                f"lexer DFA export: more than {max_states} reachable lexer states (limit max_states)")
+        index[q] = <int32_t>lazy.size()
+        lazy.push_back(q)
+        if q >= 0:
+            words.clear()
+            for t_, ts_ in js[q]:
+                L = lanes.lane(t_, ts_)
+                st_lanes.push_back(L)
+                words.push_back((<int64_t>(<int>t_) << 32) | <int64_t>(<int>ts_))
+            joint[_key64(words.data(), words.size())] = q
+        st_ptr.push_back(st_lanes.size())
+
+    while head < <int64_t>lazy.size():
+        if not (head & (_CHECK_EVERY - 1)):
+            check.check(f"lexer DFA export (after {lazy.size()} lexer states)")
+        i = head
+        head += 1
+        lo = st_ptr[i]
+        hi = st_ptr[i + 1]
+        m = <int32_t>(hi - lo)
+        base = trans.size()
+        trans.resize(base + 256, -1)
+        evs.resize(base + 256, 0)
+        if m == 0:  # DEAD as a start (a lexer without terminals): every byte stays DEAD
+            continue
+        # lanes listed in order (the lexer steps and interns lane states as Lexer.row would)
+        for j in range(m):
+            L = st_lanes[lo + j]
+            if lanes.off[L] < 0:
+                lanes.list_lane(L)
+        # the joint byte classes of this set of live terminals
+        tw.clear()
+        for j in range(m):
+            tw.push_back(lanes.term[st_lanes[lo + j]])
+        key = _key32(tw.data(), tw.size())
+        pt = parts.find(key)
+        if pt == parts.end():
+            cls_py, reps_py = lexer._partition_of(tuple([lanes.term[st_lanes[lo + j]] for j in range(m)]))
+            pidx = <int32_t>(part_reps_ptr.size() - 1)
+            parts[key] = pidx
+            for b in range(256):
+                part_cls.push_back(<uint8_t>(<int>cls_py[b]))
+            for r in reps_py:
+                part_reps_flat.push_back(<uint8_t>(<int>r))
+            part_reps_ptr.push_back(part_reps_flat.size())
+        else:
+            pidx = cython.operator.dereference(pt).second
+        cls = &part_cls[<size_t>pidx * 256]
+        reps = &part_reps_flat[part_reps_ptr[pidx]]
+        ncls = part_reps_ptr[pidx + 1] - part_reps_ptr[pidx]
+        res_t.resize(ncls)
+        res_e.resize(ncls)
+        for k in range(ncls):
+            b = reps[k]
+            words.clear()
+            seq.clear()
+            for j in range(m):
+                L = st_lanes[lo + j]
+                t = lanes.term[L]
+                g = gid[<size_t>t * 256 + b]
+                nx = lanes.nxt[lanes.off[L] + g]
+                e = lanes.ev[lanes.off[L] + g]
+                if nx >= 0:
+                    words.push_back((<int64_t>t << 32) | <int64_t>nx)
+                if e:
+                    seq.push_back(e)
+            # the successor
+            if words.size() == 0:
+                res_t[k] = -1
+            else:
+                key = _key64(words.data(), words.size())
+                jt = joint.find(key)
+                if jt == joint.end():
+                    tup = tuple([(<int>(words[j] >> 32), <int>(words[j] & 0xFFFFFFFF))
+                                 for j in range(<int32_t>words.size())])
+                    q2 = lexer._intern_joint(tup)
+                    joint[key] = q2
+                else:
+                    q2 = cython.operator.dereference(jt).second
+                it = index.find(q2)
+                if it == index.end():
+                    if <int64_t>lazy.size() >= max_states:
+                        raise GrammarTooComplex(
+                            f"lexer DFA export: more than {max_states} reachable lexer states "
+                            "(limit max_states)")
+                    index[q2] = <int32_t>lazy.size()
+                    res_t[k] = <int64_t>lazy.size()
+                    lazy.push_back(q2)
+                    for j in range(<int32_t>words.size()):
+                        st_lanes.push_back(lanes.lane(<int32_t>(words[j] >> 32), <int32_t>(words[j] & 0xFFFFFFFF)))
+                    st_ptr.push_back(st_lanes.size())
+                else:
+                    res_t[k] = cython.operator.dereference(it).second
+            # the events
+            if seq.size() == 0:
+                res_e[k] = 0
+            else:
+                key = _key32(seq.data(), seq.size())
+                pt = ev_seq_ids.find(key)
+                if pt == ev_seq_ids.end():
+                    flat = []
+                    for j in range(<int32_t>seq.size()):
+                        flat.extend(lanes.ev_lists[seq[j]])
+                    found = tuple(flat)
+                    e = <int32_t>len(ev_lists)
+                    ev_lists.append(found)
+                    ev_seq_ids[key] = e
+                    res_e[k] = e
+                else:
+                    res_e[k] = cython.operator.dereference(pt).second
+        for b in range(256):
+            trans[base + b] = res_t[cls[b]]
+            evs[base + b] = res_e[cls[b]]
+
+    cdef int64_t n = <int64_t>lazy.size()
+    states = [lazy[i] for i in range(n)]
+    trans_a = np.empty((n, 256), dtype=np.int64)
+    evs_a = np.empty((n, 256), dtype=np.int64)
+    cdef int64_t[:, ::1] tv = trans_a
+    cdef int64_t[:, ::1] ev_v = evs_a
+    cdef size_t x
+    for i in range(n):
+        for b in range(256):
+            x = <size_t>i * 256 + b
+            tv[i, b] = trans[x]
+            ev_v[i, b] = evs[x]
+    ptr_a = np.asarray([st_ptr[i] for i in range(n + 1)], dtype=np.int64)
+    lanes_a = np.asarray([st_lanes[x] for x in range(st_lanes.size())], dtype=np.int32)
+    return states, trans_a, evs_a, ev_lists, (lanes, ptr_a, lanes_a)
+
+
+def lane_futures(lexer, lane_lists, int n_words, check):
+    """``uint64[n_states, n_words]``: bit ``t`` set iff terminal ``t`` is in
+    ``lexer.futures(q)`` of the explored state — each distinct lane asked once
+    (``Lexer._lane_future``), in the order :meth:`Lexer.futures` over the states would ask;
+    ``check(stage)`` is the deadline, called every few states."""
+    cdef _Lanes lanes = lane_lists[0]
+    cdef const int64_t[::1] ptr = lane_lists[1]
+    cdef const int32_t[::1] flat = lane_lists[2]
+    cdef int64_t n = ptr.shape[0] - 1
+    out = np.zeros((n, max(1, n_words)), dtype=np.uint64)
+    cdef uint64_t[:, ::1] o = out
+    cdef vector[int8_t] memo
+    memo.resize(lanes.term.size(), -1)
+    cdef int64_t i, x
+    cdef int32_t L, t
+    cdef int8_t has
+    lane_future = lexer._lane_future
+    for i in range(n):
+        if not (i & (_CHECK_EVERY - 1)):
+            check.check("lexer DFA export (futures)")
+        for x in range(ptr[i], ptr[i + 1]):
+            L = flat[x]
+            if memo[L] < 0:
+                # (a plain local: Cython types a conditional expression assigned to a vector
+                # element as an uninitialized reference temporary)
+                has = 1 if lane_future(lanes.term[L], lanes.lstate[L]) else 0
+                memo[L] = has
+            if memo[L]:
+                t = lanes.term[L]
+                o[i, t >> 6] |= (<uint64_t>1) << (t & 63)
+    return out
+
+
+
+def row_labels(const int64_t[:, ::1] rows):
+    """``int64[m]``: equal labels iff the rows are equal (exact: rows are hashed as byte strings
+    and compared whole); labels numbered by first occurrence."""
+    cdef int64_t m = rows.shape[0], w = rows.shape[1], i
+    out = np.empty(m, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    cdef unordered_map[string, int64_t] ids
+    cdef unordered_map[string, int64_t].iterator it
+    cdef string key
+    with nogil:
+        for i in range(m):
+            key = _key64(&rows[i, 0], <size_t>w) if w else string()
+            it = ids.find(key)
+            if it == ids.end():
+                o[i] = <int64_t>ids.size()
+                ids[key] = o[i]
+            else:
+                o[i] = cython.operator.dereference(it).second
+    return out
+
+
+def refine(const int64_t[::1] init, const int64_t[:, ::1] targets, check, str stage):
+    """:func:`glrmask.lexer.dfa._refine`, natively: the coarsest partition refining the labels
+    ``init`` in which members of a class have targets (``-1`` = DEAD, only to DEAD) in the same
+    classes on every column. The same incremental Moore rounds: after the first, only the
+    predecessors of states that changed class are regrouped within their class (the largest
+    group keeps the class's id when every member is a candidate; members that are not
+    candidates keep it otherwise, their row cannot have changed). Returns ``int64[n]`` labels
+    (any numbering: the caller renumbers canonically). ``check(stage)`` runs once per round."""
+    cdef int64_t n = targets.shape[0], k = targets.shape[1]
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] cls = out
+    if n == 0:
+        return out
+    cdef int64_t i, j, s, y, g, blk, n_cls, n_grp, x
+    cdef vector[int64_t] size
+    # compact the initial labels
+    cdef unordered_map[int64_t, int64_t] lab
+    cdef unordered_map[int64_t, int64_t].iterator lt
+    for i in range(n):
+        lt = lab.find(init[i])
+        if lt == lab.end():
+            cls[i] = <int64_t>lab.size()
+            lab[init[i]] = cls[i]
+        else:
+            cls[i] = cython.operator.dereference(lt).second
+    n_cls = <int64_t>lab.size()
+    size.resize(n_cls, 0)
+    for i in range(n):
+        size[cls[i]] += 1
+    # predecessors (CSR by target)
+    cdef vector[int64_t] pptr
+    cdef vector[int32_t] psrc
+    pptr.resize(n + 1, 0)
+    for i in range(n):
+        for j in range(k):
+            y = targets[i, j]
+            if y >= 0:
+                pptr[y + 1] += 1
+    for i in range(n):
+        pptr[i + 1] += pptr[i]
+    psrc.resize(pptr[n])
+    cdef vector[int64_t] fill = pptr
+    for i in range(n):
+        for j in range(k):
+            y = targets[i, j]
+            if y >= 0:
+                psrc[fill[y]] = <int32_t>i
+                fill[y] += 1
+    cdef vector[int64_t] cand, nxt_cand, grp_of, grp_block, grp_size, grp_new, best, changed
+    cdef vector[int64_t] cand_in_block
+    cdef vector[int64_t] rowbuf
+    cdef vector[uint8_t] mark
+    cdef unordered_map[string, int64_t] groups
+    cdef unordered_map[string, int64_t].iterator gt
+    cdef string key
+    mark.resize(n, 0)
+    rowbuf.resize(k + 1)
+    cand_in_block.resize(n_cls, 0)
+    for i in range(n):
+        cand.push_back(i)
+    while cand.size():
+        check(stage)
+        with nogil:
+            groups.clear()
+            grp_of.resize(cand.size())
+            grp_block.clear()
+            grp_size.clear()
+            for x in range(<int64_t>cand.size()):
+                s = cand[x]
+                rowbuf[0] = cls[s]
+                for j in range(k):
+                    y = targets[s, j]
+                    rowbuf[j + 1] = cls[y] if y >= 0 else -1
+                key = _key64(rowbuf.data(), <size_t>(k + 1))
+                gt = groups.find(key)
+                if gt == groups.end():
+                    g = <int64_t>grp_block.size()
+                    groups[key] = g
+                    grp_block.push_back(cls[s])
+                    grp_size.push_back(0)
+                else:
+                    g = cython.operator.dereference(gt).second
+                grp_of[x] = g
+                grp_size[g] += 1
+            n_grp = <int64_t>grp_block.size()
+            # per block: candidates in it and its largest candidate group (first on ties)
+            cand_in_block.resize(n_cls, 0)
+            best.resize(n_cls, -1)
+            for g in range(n_grp):
+                blk = grp_block[g]
+                cand_in_block[blk] += grp_size[g]
+                if best[blk] < 0 or grp_size[g] > grp_size[best[blk]]:
+                    best[blk] = g
+            grp_new.resize(n_grp)
+            for g in range(n_grp):
+                blk = grp_block[g]
+                if cand_in_block[blk] == size[blk] and best[blk] == g:
+                    grp_new[g] = -1  # keeps the block's id
+                else:
+                    grp_new[g] = n_cls
+                    n_cls += 1
+                    size.push_back(0)
+            # reset the per-block scratch for the next round
+            for g in range(n_grp):
+                blk = grp_block[g]
+                cand_in_block[blk] = 0
+                best[blk] = -1
+            changed.clear()
+            for x in range(<int64_t>cand.size()):
+                g = grp_new[grp_of[x]]
+                if g >= 0:
+                    s = cand[x]
+                    size[cls[s]] -= 1
+                    size[g] += 1
+                    cls[s] = g
+                    changed.push_back(s)
+            nxt_cand.clear()
+            for x in range(<int64_t>changed.size()):
+                s = changed[x]
+                for j in range(pptr[s], pptr[s + 1]):
+                    y = psrc[j]
+                    if not mark[y]:
+                        mark[y] = 1
+                        nxt_cand.push_back(y)
+            for x in range(<int64_t>nxt_cand.size()):
+                mark[nxt_cand[x]] = 0
+            sort(nxt_cand.begin(), nxt_cand.end())
+            cand.swap(nxt_cand)
+    return out
