@@ -472,14 +472,19 @@ class _Normalizer:
                     self.budget(len(out), "ε-elimination")
             return (name,)
 
-        for r in rules:
-            if r.rhs and nullable.isdisjoint(r.rhs):
-                out.append(r)  # its only alternative is itself
-                self.budget(len(out), "ε-elimination")
-                continue
-            for alt in nonempty_alts(r.rhs):
-                out.append(Rule(r.lhs, alt))
-                self.budget(len(out), "ε-elimination")
+        try:
+            for r in rules:
+                if r.rhs and nullable.isdisjoint(r.rhs):
+                    out.append(r)  # its only alternative is itself
+                    self.budget(len(out), "ε-elimination")
+                    continue
+                for alt in nonempty_alts(r.rhs):
+                    out.append(Rule(r.lhs, alt))
+                    self.budget(len(out), "ε-elimination")
+        finally:
+            # the two closures call each other, a reference cycle that would keep this whole
+            # step's state alive until the next garbage collection
+            del nonempty_alts, span_symbol
         if start in nullable:
             s0 = self.fresh(start, "start")
             out.append(Rule(s0, (start,)))

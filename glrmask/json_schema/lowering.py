@@ -1379,7 +1379,10 @@ class Lowerer:
             self.g.set_alts(name, alts)
             return name
 
-        return state(0, 0, True)
+        try:
+            return state(0, 0, True)
+        finally:
+            del state  # a recursive closure is a reference cycle: broken here, refcounting frees it
 
     def _any_order(self, names, req, member, extras, min_p, max_p, depth) -> str | None:
         cap = self._count_cap(min_p, max_p)
@@ -1410,7 +1413,10 @@ class Lowerer:
             self.g.set_alts(name, alts)
             return name
 
-        return state(0, 0, True)
+        try:
+            return state(0, 0, True)
+        finally:
+            del state  # a recursive closure is a reference cycle: broken here, refcounting frees it
 
     # ------------------------------------------------------------------ arrays
 
@@ -1497,10 +1503,13 @@ class Lowerer:
             return name
 
         alts = []
-        if M is None or M >= 1:
-            for e0, c1 in choices(0, zero):
-                alts.append([self.punct('[')] + self.open_gap(depth) + [e0, after(1, c1)] + self.close_gap(depth)
-                            + [self.punct(']')])
+        try:
+            if M is None or M >= 1:
+                for e0, c1 in choices(0, zero):
+                    alts.append([self.punct('[')] + self.open_gap(depth) + [e0, after(1, c1)]
+                                + self.close_gap(depth) + [self.punct(']')])
+        finally:
+            del elem, choices, after  # (recursive closures: see _schema_order)
         if m == 0 and not any(lows):
             alts.append(self.empty_container('[', ']'))
         return alts
@@ -1548,10 +1557,13 @@ class Lowerer:
             return name
 
         alts = []
-        if M is None or M >= 1:
-            for i, lit in enumerate(lits):
-                alts.append([self.punct('[')] + self.open_gap(depth) + lit + [after(1 << i)] + self.close_gap(depth)
-                            + [self.punct(']')])
+        try:
+            if M is None or M >= 1:
+                for i, lit in enumerate(lits):
+                    alts.append([self.punct('[')] + self.open_gap(depth) + lit + [after(1 << i)]
+                                + self.close_gap(depth) + [self.punct(']')])
+        finally:
+            del after  # (a recursive closure: see _schema_order)
         if m == 0:
             alts.append(self.empty_container('[', ']'))
         return alts
@@ -1662,7 +1674,10 @@ def _cliques(overlap: list[list[bool]], limit: int) -> list[list[int]] | None:
                 return False
         return True
 
-    return out if grow([], 0) else None
+    try:
+        return out if grow([], 0) else None
+    finally:
+        del grow  # (a recursive closure: see Lowerer._schema_order)
 
 
 def _shorten(ptr: str, keep: int = 160) -> str:
