@@ -576,7 +576,7 @@ cdef extern from *:
         const int32_t* goto_tgt
         const int32_t* rule_len
         const int32_t* rule_lhs
-        void index() nogil
+        void index() except + nogil
 
     cdef cppclass Builder "glrmask_se::Builder":
         Builder() nogil
@@ -585,7 +585,7 @@ cdef extern from *:
         vector[int32_t] o_write_ptr, o_write_states
 
     int build_terminal "glrmask_se::build_terminal"(const Table* T, int32_t t, int64_t max_states, double seconds,
-                                                     Builder* out) nogil
+                                                     Builder* out) except + nogil
 
 
 cdef object _array(const vector[int32_t]& v):

@@ -374,7 +374,11 @@ def _native_builder(table: LRTable, max_states: int, max_seconds: Optional[float
         name = table.terminals[t]
         ends = [x for x in (deadline, budget.deadline) if x is not None]
         seconds = max(0.0, min(ends) - time.perf_counter()) if ends else -1.0
-        status, arrays = builder.build(t, max_states, seconds)
+        try:
+            status, arrays = builder.build(t, max_states, seconds)
+        except MemoryError:
+            raise GrammarTooComplex(
+                f"stack-effect automaton of terminal {name!r}: out of memory (lower max_states)") from None
         if status == native.OK:
             return EffectAutomaton(*arrays)
         if status == native.MAX_CONFIGS or status == native.MAX_SUBSETS:
