@@ -137,6 +137,12 @@ class Lexer:
         # per terminal, per waiting pc: bitmask of the terminal's byte groups the pc reads
         self._pc_groups: list[dict[int, int]] = [{} for _ in range(n)]
         self._cls_groups: list[dict[tuple[int, int], int]] = [{} for _ in range(n)]
+        # per terminal: (class, state) -> its step on each byte group; set of (class, state) ->
+        # the first byte group stepping alike per group (see _alike_groups); per condition set:
+        # the (class, state) pairs its lookahead bodies read
+        self._cls_steps: list[dict[tuple[int, int], tuple[int, ...]]] = [{} for _ in range(n)]
+        self._alike: list[dict[frozenset[tuple[int, int]], list[int]]] = [{} for _ in range(n)]
+        self._cs_cls: dict[int, Optional[frozenset[tuple[int, int]]]] = {}
         self._plain_terms: dict[int, bool] = {}
         # conditions
         self._conds: list[tuple | None] = [None, None]
@@ -257,14 +263,100 @@ class Lexer:
         hit = live[ts]
         if hit is None:
             hit = []
-            mask = self._entries_groups(t, self._ts[t][ts][0])
+            entries, trackers = self._ts[t][ts]
+            mask = self._entries_groups(t, entries)
+            same = self._alike_groups(t, entries, trackers) if mask else None
+            memo = self._ts_rows[t][ts]
             for g, b in enumerate(self._grep[t]):
                 if mask >> g & 1:
-                    ts2, ev = self._lane_step(t, ts, b)
+                    r = g if same is None else same[g]
+                    if r == g:
+                        ts2, ev = self._lane_step(t, ts, b)
+                    else:  # the same step as the group's first one, stepped just before
+                        ts2, ev = memo[g] = memo[r]
                     if ts2 >= 0 or ev:
                         hit.append((g, ts2, ev))
             live[ts] = hit
         return hit
+
+    def _alike_groups(self, t: int, entries: tuple[tuple[int, int], ...], trackers) -> Optional[list[int]]:
+        """Per byte group of terminal ``t``, the first group a lane holding ``entries`` steps
+        exactly alike; None when that is not known cheaply (the lane or one of its lookaheads
+        carries lookbehind trackers).
+
+        Why this is exact: without trackers, a lane step reads its byte only through
+        :meth:`Program.advance` of the pcs of its threads and, recursively, of its lookahead
+        bodies' paths — everything else (closures, conditions, interning) is a function of those
+        results. ``advance(pc, b)`` depends on ``b`` only through the step of the pc's
+        (class, class state) (the pc after it, or a half-read MID interned per class state), so
+        groups on which every such class steps to the same state give the same step. A lane
+        guarding a key against fifty others reads fifty-odd groups but only the few dozen
+        letters of those keys tell them apart."""
+        if trackers is not None:
+            return None
+        prog = self.prog
+        kind, a, bb = prog.kind, prog.a, prog.b
+        keys: set[tuple[int, int]] = set()
+        for pc, cs in entries:
+            if pc >= 0:
+                keys.add((a[pc], 0 if kind[pc] == CHAR else bb[pc]))
+            if cs:
+                sub = self._cs_classes(cs)
+                if sub is None:
+                    return None
+                keys |= sub
+        fkeys = frozenset(keys)
+        memo = self._alike[t]
+        hit = memo.get(fkeys)
+        if hit is None:
+            grep = self._grep[t]
+            vecs = [self._class_steps(t, k) for k in fkeys]
+            if vecs:
+                first: dict[tuple[int, ...], int] = {}
+                hit = [first.setdefault(sig, g) for g, sig in enumerate(zip(*vecs))]
+            else:  # nothing left reads a byte
+                hit = [0] * len(grep)
+            memo[fkeys] = hit
+        return hit
+
+    def _class_steps(self, t: int, key: tuple[int, int]) -> tuple[int, ...]:
+        """The step of class state ``key = (class, state)`` on each byte group of terminal ``t``."""
+        memo = self._cls_steps[t]
+        hit = memo.get(key)
+        if hit is None:
+            step = self.prog.classes[key[0]].step
+            hit = memo[key] = tuple(step(key[1], b) for b in self._grep[t])
+        return hit
+
+    def _cs_classes(self, cs: int) -> Optional[frozenset[tuple[int, int]]]:
+        """The (class, state) pairs the lookahead bodies of condition set ``cs`` read, through
+        nested lookaheads; None when one of them carries lookbehind trackers."""
+        memo = self._cs_cls
+        if cs in memo:
+            return memo[cs]
+        prog = self.prog
+        kind, a, bb = prog.kind, prog.a, prog.b
+        keys: set[tuple[int, int]] = set()
+        known = True
+        for aid in self._cs[cs]:
+            _positive, body, trk = self._atoms[aid]
+            if trk is not None:
+                known = False
+                break
+            for pc, sub_cs in body:
+                if pc >= 0:
+                    keys.add((a[pc], 0 if kind[pc] == CHAR else bb[pc]))
+                if sub_cs:
+                    sub = self._cs_classes(sub_cs)
+                    if sub is None:
+                        known = False
+                        break
+                    keys |= sub
+            if not known:
+                break
+        res = frozenset(keys) if known else None
+        memo[cs] = res
+        return res
 
     def _entries_groups(self, t: int, entries: tuple[tuple[int, int], ...]) -> int:
         """Bitmask of terminal ``t``'s byte groups on which a lane holding ``entries`` can survive
@@ -852,8 +944,15 @@ class Lexer:
             if known is True:
                 found = True
             elif known is None:
-                for b in groups:
-                    y, ev = self._lane_step(t, x, b)
+                # only the groups where x survives or reports: on the others its step is
+                # (DEAD, ()) — from the listed transitions when the export listed them
+                listed = self._ts_live[t][x]
+                if listed is not None:
+                    steps = ((y, ev) for _g, y, ev in listed)
+                else:
+                    mask = self._entries_groups(t, self._ts[t][x][0])
+                    steps = (self._lane_step(t, x, b) for g, b in enumerate(groups) if mask >> g & 1)
+                for y, ev in steps:
                     if any(self.cond_satisfiable(c) for _, c in ev):
                         found = True
                         break
