@@ -2,8 +2,9 @@
 
 For every new schema, ``compile_json_schema`` first lowers it to the grammar IR
 (:func:`glrmask.json_schema.lower_json_schema_ir`) and then normalizes that IR
-(:func:`glrmask.grammar.normalize.normalize`) before the LR table and the lexer are built; on the
-large JSONSchemaBench schemas these two stages were a large part of the time to the first mask.
+(:func:`glrmask.grammar.normalize.normalize`, native by default) before the LR table and the lexer
+are built; on the large JSONSchemaBench schemas these two stages were a large part of the time to
+the first mask. ``--python-normalize`` also times the Python reference normalizer on each schema.
 
 For the first ``--per-split`` schemas (default 10) of each JSONSchemaBench/MaskBench split
 (``../shared/data/jsonschemabench/maskbench/*.jsonl.gz``), each stage runs ``--repeat`` times
@@ -19,6 +20,7 @@ code to, so that a speed-up can be shown to change no rule, name or order.
 
     python3 bench/front_end_bench.py
     python3 bench/front_end_bench.py --per-split 25 --repeat 3
+    python3 bench/front_end_bench.py --per-split 20 --python-normalize
     python3 bench/front_end_bench.py --snapshot bench/results/front_end_snapshot.json --per-split 25
 """
 from __future__ import annotations
@@ -114,6 +116,9 @@ def main() -> int:
     ap.add_argument("--slowest", type=int, default=6, help="list this many slowest schemas per stage")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="cProfile both stages on the N slowest schemas (by lowering + normalize) and print the top")
+    ap.add_argument("--python-normalize", action="store_true",
+                    help="also time the Python reference normalizer (normalize(native=False)) on each schema, "
+                         "interleaved with the native one, as the row 'normalize (python)'")
     ap.add_argument("--snapshot", type=Path, help="write the equivalence snapshot to this path instead")
     args = ap.parse_args()
     if not DATA.is_dir():
@@ -130,18 +135,22 @@ def main() -> int:
         t_low, g = cpu_ms(lambda: lower_json_schema_ir(schema)[0], args.repeat)
         if isinstance(g, GlrmaskError):
             refused["lowering"] += 1
-            rows.append((name, schema, t_low, None))
+            rows.append((name, schema, t_low, None, None))
             continue
         t_norm, n = cpu_ms(lambda: normalize(g), args.repeat)
         if isinstance(n, GlrmaskError):
             refused["normalize"] += 1
-        rows.append((name, schema, t_low, t_norm))
+        t_py = cpu_ms(lambda: normalize(g, native=False), args.repeat)[0] if args.python_normalize else None
+        rows.append((name, schema, t_low, t_norm, t_py))
     print(f"{len(rows)} schemas ({args.per_split} per split), CPU ms, least of {args.repeat}; "
           f"refused: lowering {refused['lowering']}, normalize {refused['normalize']}")
-    print(f"{'stage':<10} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8} {'total':>9}")
-    for stage, col in (("lowering", 2), ("normalize", 3), ("both", None)):
+    print(f"{'stage':<18} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8} {'total':>9}")
+    stages = [("lowering", 2), ("normalize", 3), ("both", None)]
+    if args.python_normalize:
+        stages.insert(2, ("normalize (python)", 4))
+    for stage, col in stages:
         xs = [r[2] + (r[3] or 0.0) if col is None else r[col] for r in rows if col is None or r[col] is not None]
-        print(f"{stage:<10} {percentile(xs, .5):8.2f} {percentile(xs, .9):8.2f} {percentile(xs, .99):8.2f} "
+        print(f"{stage:<18} {percentile(xs, .5):8.2f} {percentile(xs, .9):8.2f} {percentile(xs, .99):8.2f} "
               f"{max(xs):8.2f} {sum(xs):9.1f}")
     for stage, col in (("lowering", 2), ("normalize", 3)):
         worst = sorted((r for r in rows if r[col] is not None), key=lambda r: -r[col])[:args.slowest]
@@ -149,7 +158,7 @@ def main() -> int:
     if args.profile:
         worst = sorted(rows, key=lambda r: -(r[2] + (r[3] or 0.0)))[:args.profile]
         prof = cProfile.Profile(time.process_time)
-        for _, schema, _, _ in worst:
+        for _, schema, *_ in worst:
             prof.enable()
             try:
                 normalize(lower_json_schema_ir(schema)[0])

@@ -23,7 +23,7 @@ from libcpp.vector cimport vector
 from libc.stdint cimport int32_t
 
 from cpython.list cimport PyList_GET_ITEM, PyList_New, PyList_SET_ITEM
-from cpython.object cimport PyObject_GenericSetAttr
+from cpython.object cimport PyObject, PyObject_GenericSetAttr
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -31,6 +31,10 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from glrmask.grammar.ir import Rule
 
 __all__ = ["normalize_rules"]
+
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(PyObject* op)
 
 
 cdef extern from "normalize_core.hpp" namespace "glrnorm":
@@ -196,6 +200,11 @@ def normalize_rules(list rules, terminals, start, long max_rules, clock, stem):
                 r = _new_rule(Rule)
                 PyObject_GenericSetAttr(r, "lhs", <object>PyList_GET_ITEM(names, nr.lhs))
                 PyObject_GenericSetAttr(r, "rhs", rhs)
+                # a rule holds strings only, so it can be on no reference cycle: untracked, like
+                # CPython's own tuples and dicts of atomic values, the cyclic collector never
+                # scans the tens of thousands of rules a large grammar keeps alive
+                PyObject_GC_UnTrack(<PyObject*>rhs)
+                PyObject_GC_UnTrack(<PyObject*>r)
             Py_INCREF(r)
             PyList_SET_ITEM(out, <Py_ssize_t>j, r)
         return status, out, names[nz.start], None
