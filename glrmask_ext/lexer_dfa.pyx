@@ -27,7 +27,8 @@ cimport cython
 import numpy as np
 cimport numpy as cnp
 
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memcpy
 from libcpp.algorithm cimport sort
 from libcpp.string cimport string
 from libcpp.unordered_map cimport unordered_map
@@ -43,18 +44,24 @@ cdef enum:
     _CHECK_EVERY = 32
 
 
-cdef inline string _key64(const int64_t* p, size_t n) noexcept nogil:
-    return string(<const char*>p, n * sizeof(int64_t))
-
-
 cdef inline string _key32(const int32_t* p, size_t n) noexcept nogil:
     return string(<const char*>p, n * sizeof(int32_t))
 
 
+cdef inline uint64_t _mix(uint64_t h) noexcept nogil:
+    """murmur3's finalizer: a fixed, seedless mix (ids must not depend on any seed)."""
+    h ^= h >> 33
+    h *= 0xFF51AFD7ED558CCDULL
+    h ^= h >> 33
+    h *= 0xC4CEB9FE1A85EC53ULL
+    h ^= h >> 33
+    return h
+
+
 cdef class _Lanes:
     """Lane indices ``L`` for the lexer's ``(terminal, lane state)`` pairs, with each lane's
-    transitions as a dense row over its terminal's byte groups (next lane state or -1, lane
-    event-list id, 0 = none)."""
+    transitions as a dense row over its terminal's byte groups: the successor's lane index (-1:
+    the lane dies) and the lane event-list id (0: none)."""
 
     cdef object lexer
     cdef unordered_map[int64_t, int32_t] index
@@ -90,14 +97,17 @@ cdef class _Lanes:
         """Fill the lane's row from ``Lexer._lane_live`` (its Python lane steps)."""
         cdef int32_t t = self.term[L]
         cdef int64_t base = <int64_t>self.nxt.size()
-        cdef int32_t g, ng = self.n_groups[t]
+        cdef int32_t g, ts2, L2, ng = self.n_groups[t]
         self.nxt.resize(base + ng, -1)
         self.ev.resize(base + ng, 0)
         self.off[L] = base
         cdef object eid
-        for g_, ts2, evs in self.lexer._lane_live(t, self.lstate[L]):
+        for g_, ts2_, evs in self.lexer._lane_live(t, self.lstate[L]):
             g = g_
-            self.nxt[base + g] = ts2
+            ts2 = ts2_
+            if ts2 >= 0:
+                L2 = self.lane(t, ts2)
+                self.nxt[base + g] = L2
             if evs:
                 eid = self.ev_ids.get(evs)
                 if eid is None:
@@ -107,12 +117,75 @@ cdef class _Lanes:
         return 0
 
 
+cdef class _States:
+    """The explored joint states: their lane-index sequences (CSR) and lazy ids, in visiting
+    order, with an open-addressing hash table from a sequence to its exploration index."""
+
+    cdef vector[int64_t] ptr
+    cdef vector[int32_t] lanes
+    cdef vector[uint64_t] hash
+    cdef vector[int64_t] lazy
+    cdef vector[int32_t] slots
+    cdef uint64_t mask
+
+    def __cinit__(self):
+        self.ptr.push_back(0)
+        self.slots.resize(1 << 12, -1)
+        self.mask = (1 << 12) - 1
+
+    cdef int32_t find(self, const int32_t* seq, int64_t m, uint64_t h) noexcept:
+        cdef uint64_t p = h & self.mask
+        cdef int32_t i
+        while True:
+            i = self.slots[p]
+            if i < 0:
+                return -1
+            if (self.hash[i] == h and self.ptr[i + 1] - self.ptr[i] == m
+                    and (m == 0 or memcmp(&self.lanes[self.ptr[i]], seq, <size_t>m * sizeof(int32_t)) == 0)):
+                return i
+            p = (p + 1) & self.mask
+
+    cdef int32_t add(self, const int32_t* seq, int64_t m, uint64_t h, int64_t lazy_id):
+        """Append a state (``seq`` must not point into ``self.lanes``)."""
+        cdef int32_t i = <int32_t>self.lazy.size()
+        cdef int64_t j
+        cdef uint64_t p
+        for j in range(m):
+            self.lanes.push_back(seq[j])
+        self.ptr.push_back(self.lanes.size())
+        self.hash.push_back(h)
+        self.lazy.push_back(lazy_id)
+        if 2 * <uint64_t>(i + 1) > self.mask:
+            self.slots.assign(2 * (self.mask + 1), -1)
+            self.mask = 2 * (self.mask + 1) - 1
+            for j in range(i + 1):
+                p = self.hash[j] & self.mask
+                while self.slots[p] >= 0:
+                    p = (p + 1) & self.mask
+                self.slots[p] = <int32_t>j
+        else:
+            p = h & self.mask
+            while self.slots[p] >= 0:
+                p = (p + 1) & self.mask
+            self.slots[p] = i
+        return i
+
+
+cdef inline uint64_t _seq_hash(const int32_t* seq, int64_t m) noexcept nogil:
+    cdef uint64_t h = 0x9E3779B97F4A7C15ULL ^ <uint64_t>m
+    cdef int64_t j
+    for j in range(m):
+        h = (h ^ <uint64_t>(<uint32_t>seq[j])) * 0x100000001B3ULL
+    return _mix(h)
+
+
 def explore_states(lexer, list starts, int64_t max_states, check):
-    """:func:`glrmask.lexer.dfa._explore_states`, natively: ``(states, trans, evs, ev_lists)`` —
-    the lazy ids in visiting order, the ``int64[n, 256]`` transition table over exploration
-    indices (-1 DEAD), the raw event-list id per transition and the distinct event lists — plus
-    the per-state lane lists for :func:`lane_futures` (an opaque object)."""
+    """:func:`glrmask.lexer.dfa._explore_states`, natively: ``(states, trans, evs, ev_lists,
+    lane_lists)`` — the lazy ids in visiting order, the ``int32[n, 256]`` transition table over
+    exploration indices (-1 DEAD), the raw event-list id per transition (``int32[n, 256]``), the
+    distinct event lists, and the per-state lanes for :func:`lane_futures` (opaque)."""
     cdef _Lanes lanes = _Lanes(lexer)
+    cdef _States st = _States()
     cdef list js = lexer._js
     cdef list gid_py = lexer._gid
     cdef int n_terms = len(gid_py)
@@ -125,65 +198,56 @@ def explore_states(lexer, list starts, int64_t max_states, check):
         for b in range(256):
             gid[<size_t>t * 256 + b] = row[b]
 
-    # explored states: lazy id, lane indices (flat, CSR)
-    cdef vector[int64_t] lazy
-    cdef vector[int64_t] st_ptr
-    cdef vector[int32_t] st_lanes
-    st_ptr.push_back(0)
-    cdef unordered_map[int64_t, int32_t] index  # lazy id -> exploration index
-    cdef unordered_map[string, int64_t] joint  # lane-pair words -> lazy id
     cdef unordered_map[string, int32_t] parts  # terminal words -> partition index
     cdef vector[uint8_t] part_cls  # per partition: byte -> class
     cdef vector[uint8_t] part_reps_flat
     cdef vector[int32_t] part_reps_ptr
     part_reps_ptr.push_back(0)
     cdef unordered_map[string, int32_t] ev_seq_ids  # lane event-id words -> raw event-list id
-    cdef list ev_lists = [()]
-    cdef vector[int64_t] trans
-    cdef vector[int64_t] evs
-    cdef vector[int64_t] words
-    cdef vector[int32_t] tw
-    cdef vector[int32_t] seq
-    cdef vector[int64_t] res_t
-    cdef vector[int64_t] res_e
-    cdef int64_t q, q2, i, head = 0, n_done = 0
-    cdef int32_t L, k, ncls, j, m, g, nx, e, pidx, ts2
-    cdef size_t lo, hi, base
-    cdef unordered_map[int64_t, int32_t].iterator it
-    cdef unordered_map[string, int64_t].iterator jt
     cdef unordered_map[string, int32_t].iterator pt
+    cdef list ev_lists = [()]
+    cdef vector[int32_t] trans
+    cdef vector[int32_t] evs
+    cdef vector[int32_t] succ
+    cdef vector[int32_t] seq
+    cdef vector[int32_t] tw
+    cdef vector[int32_t] res_t
+    cdef vector[int32_t] res_e
+    cdef vector[const int32_t*] lane_gid
+    cdef vector[const int32_t*] lane_nxt
+    cdef vector[const int32_t*] lane_ev
+    cdef int64_t q, q2, i, head = 0
+    cdef int32_t L, k, ncls, j, m, g, nx, e, pidx, x
+    cdef uint64_t h
+    cdef size_t lo, base
     cdef string key
     cdef const uint8_t* cls
     cdef const uint8_t* reps
-    cdef object found, tup
-    cdef int64_t max_lanes_state = 0
+    cdef object found
 
+    start_index = {}
     for q_obj in starts:
         q = q_obj
-        if index.find(q) != index.end():
+        if q in start_index:
             continue
-        if <int64_t>lazy.size() >= max_states:
+        if <int64_t>st.lazy.size() >= max_states:
             raise GrammarTooComplex(
                 f"lexer DFA export: more than {max_states} reachable lexer states (limit max_states)")
-        index[q] = <int32_t>lazy.size()
-        lazy.push_back(q)
+        succ.clear()
         if q >= 0:
-            words.clear()
             for t_, ts_ in js[q]:
-                L = lanes.lane(t_, ts_)
-                st_lanes.push_back(L)
-                words.push_back((<int64_t>(<int>t_) << 32) | <int64_t>(<int>ts_))
-            joint[_key64(words.data(), words.size())] = q
-        st_ptr.push_back(st_lanes.size())
+                succ.push_back(lanes.lane(t_, ts_))
+        h = _seq_hash(succ.data(), <int64_t>succ.size())
+        x = st.find(succ.data(), <int64_t>succ.size(), h)
+        start_index[q] = x if x >= 0 else st.add(succ.data(), <int64_t>succ.size(), h, q)
 
-    while head < <int64_t>lazy.size():
+    while head < <int64_t>st.lazy.size():
         if not (head & (_CHECK_EVERY - 1)):
-            check.check(f"lexer DFA export (after {lazy.size()} lexer states)")
+            check.check(f"lexer DFA export (after {st.lazy.size()} lexer states)")
         i = head
         head += 1
-        lo = st_ptr[i]
-        hi = st_ptr[i + 1]
-        m = <int32_t>(hi - lo)
+        lo = st.ptr[i]
+        m = <int32_t>(st.ptr[i + 1] - lo)
         base = trans.size()
         trans.resize(base + 256, -1)
         evs.resize(base + 256, 0)
@@ -191,17 +255,25 @@ def explore_states(lexer, list starts, int64_t max_states, check):
             continue
         # lanes listed in order (the lexer steps and interns lane states as Lexer.row would)
         for j in range(m):
-            L = st_lanes[lo + j]
+            L = st.lanes[lo + j]
             if lanes.off[L] < 0:
                 lanes.list_lane(L)
-        # the joint byte classes of this set of live terminals
-        tw.clear()
+        lane_gid.resize(m)
+        lane_nxt.resize(m)
+        lane_ev.resize(m)
+        tw.resize(m)
         for j in range(m):
-            tw.push_back(lanes.term[st_lanes[lo + j]])
+            L = st.lanes[lo + j]
+            t = lanes.term[L]
+            tw[j] = t
+            lane_gid[j] = &gid[<size_t>t * 256]
+            lane_nxt[j] = &lanes.nxt[lanes.off[L]]
+            lane_ev[j] = &lanes.ev[lanes.off[L]]
+        # the joint byte classes of this set of live terminals
         key = _key32(tw.data(), tw.size())
         pt = parts.find(key)
         if pt == parts.end():
-            cls_py, reps_py = lexer._partition_of(tuple([lanes.term[st_lanes[lo + j]] for j in range(m)]))
+            cls_py, reps_py = lexer._partition_of(tuple([tw[j] for j in range(m)]))
             pidx = <int32_t>(part_reps_ptr.size() - 1)
             parts[key] = pidx
             for b in range(256):
@@ -218,45 +290,31 @@ def explore_states(lexer, list starts, int64_t max_states, check):
         res_e.resize(ncls)
         for k in range(ncls):
             b = reps[k]
-            words.clear()
+            succ.clear()
             seq.clear()
             for j in range(m):
-                L = st_lanes[lo + j]
-                t = lanes.term[L]
-                g = gid[<size_t>t * 256 + b]
-                nx = lanes.nxt[lanes.off[L] + g]
-                e = lanes.ev[lanes.off[L] + g]
+                g = lane_gid[j][b]
+                nx = lane_nxt[j][g]
+                e = lane_ev[j][g]
                 if nx >= 0:
-                    words.push_back((<int64_t>t << 32) | <int64_t>nx)
+                    succ.push_back(nx)
                 if e:
                     seq.push_back(e)
             # the successor
-            if words.size() == 0:
+            if succ.size() == 0:
                 res_t[k] = -1
             else:
-                key = _key64(words.data(), words.size())
-                jt = joint.find(key)
-                if jt == joint.end():
-                    tup = tuple([(<int>(words[j] >> 32), <int>(words[j] & 0xFFFFFFFF))
-                                 for j in range(<int32_t>words.size())])
-                    q2 = lexer._intern_joint(tup)
-                    joint[key] = q2
-                else:
-                    q2 = cython.operator.dereference(jt).second
-                it = index.find(q2)
-                if it == index.end():
-                    if <int64_t>lazy.size() >= max_states:
+                h = _seq_hash(succ.data(), <int64_t>succ.size())
+                x = st.find(succ.data(), <int64_t>succ.size(), h)
+                if x < 0:
+                    if <int64_t>st.lazy.size() >= max_states:
                         raise GrammarTooComplex(
                             f"lexer DFA export: more than {max_states} reachable lexer states "
                             "(limit max_states)")
-                    index[q2] = <int32_t>lazy.size()
-                    res_t[k] = <int64_t>lazy.size()
-                    lazy.push_back(q2)
-                    for j in range(<int32_t>words.size()):
-                        st_lanes.push_back(lanes.lane(<int32_t>(words[j] >> 32), <int32_t>(words[j] & 0xFFFFFFFF)))
-                    st_ptr.push_back(st_lanes.size())
-                else:
-                    res_t[k] = cython.operator.dereference(it).second
+                    q2 = lexer._intern_joint(tuple([(lanes.term[succ[j]], lanes.lstate[succ[j]])
+                                                    for j in range(<int32_t>succ.size())]))
+                    x = st.add(succ.data(), <int64_t>succ.size(), h, q2)
+                res_t[k] = x
             # the events
             if seq.size() == 0:
                 res_e[k] = 0
@@ -278,20 +336,20 @@ def explore_states(lexer, list starts, int64_t max_states, check):
             trans[base + b] = res_t[cls[b]]
             evs[base + b] = res_e[cls[b]]
 
-    cdef int64_t n = <int64_t>lazy.size()
-    states = [lazy[i] for i in range(n)]
-    trans_a = np.empty((n, 256), dtype=np.int64)
-    evs_a = np.empty((n, 256), dtype=np.int64)
-    cdef int64_t[:, ::1] tv = trans_a
-    cdef int64_t[:, ::1] ev_v = evs_a
-    cdef size_t x
-    for i in range(n):
-        for b in range(256):
-            x = <size_t>i * 256 + b
-            tv[i, b] = trans[x]
-            ev_v[i, b] = evs[x]
-    ptr_a = np.asarray([st_ptr[i] for i in range(n + 1)], dtype=np.int64)
-    lanes_a = np.asarray([st_lanes[x] for x in range(st_lanes.size())], dtype=np.int32)
+    cdef int64_t n = <int64_t>st.lazy.size()
+    states = [st.lazy[i] for i in range(n)]
+    trans_a = np.empty((n, 256), dtype=np.int32)
+    evs_a = np.empty((n, 256), dtype=np.int32)
+    if n:
+        memcpy(cnp.PyArray_DATA(trans_a), trans.data(), <size_t>n * 256 * sizeof(int32_t))
+        memcpy(cnp.PyArray_DATA(evs_a), evs.data(), <size_t>n * 256 * sizeof(int32_t))
+    vector[int32_t]().swap(trans)
+    vector[int32_t]().swap(evs)
+    ptr_a = np.empty(n + 1, dtype=np.int64)
+    memcpy(cnp.PyArray_DATA(ptr_a), st.ptr.data(), <size_t>(n + 1) * sizeof(int64_t))
+    lanes_a = np.empty(st.lanes.size(), dtype=np.int32)
+    if st.lanes.size():
+        memcpy(cnp.PyArray_DATA(lanes_a), st.lanes.data(), st.lanes.size() * sizeof(int32_t))
     return states, trans_a, evs_a, ev_lists, (lanes, ptr_a, lanes_a)
 
 
@@ -329,10 +387,12 @@ def lane_futures(lexer, lane_lists, int n_words, check):
 
 
 
-def row_labels(const int64_t[:, ::1] rows):
-    """``int64[m]``: equal labels iff the rows are equal (exact: rows are hashed as byte strings
-    and compared whole); labels numbered by first occurrence."""
-    cdef int64_t m = rows.shape[0], w = rows.shape[1], i
+def row_labels(const uint64_t[:, ::1] a, const int32_t[:, ::1] b):
+    """``int64[m]``: equal labels iff the rows ``(a[i], b[i])`` are equal (exact: each row is
+    hashed as one byte string and compared whole); labels numbered by first occurrence."""
+    cdef int64_t m = a.shape[0], wa = a.shape[1], wb = b.shape[1], i
+    if b.shape[0] != m:
+        raise ValueError("row_labels: both tables need one row per state")
     out = np.empty(m, dtype=np.int64)
     cdef int64_t[::1] o = out
     cdef unordered_map[string, int64_t] ids
@@ -340,7 +400,11 @@ def row_labels(const int64_t[:, ::1] rows):
     cdef string key
     with nogil:
         for i in range(m):
-            key = _key64(&rows[i, 0], <size_t>w) if w else string()
+            key.clear()
+            if wa:
+                key.append(<const char*>&a[i, 0], <size_t>wa * sizeof(uint64_t))
+            if wb:
+                key.append(<const char*>&b[i, 0], <size_t>wb * sizeof(int32_t))
             it = ids.find(key)
             if it == ids.end():
                 o[i] = <int64_t>ids.size()
@@ -350,7 +414,7 @@ def row_labels(const int64_t[:, ::1] rows):
     return out
 
 
-def refine(const int64_t[::1] init, const int64_t[:, ::1] targets, check, str stage):
+def refine(const int64_t[::1] init, const int32_t[:, ::1] targets, check, str stage):
     """:func:`glrmask.lexer.dfa._refine`, natively: the coarsest partition refining the labels
     ``init`` in which members of a class have targets (``-1`` = DEAD, only to DEAD) in the same
     classes on every column. The same incremental Moore rounds: after the first, only the
@@ -400,7 +464,7 @@ def refine(const int64_t[::1] init, const int64_t[:, ::1] targets, check, str st
                 fill[y] += 1
     cdef vector[int64_t] cand, nxt_cand, grp_of, grp_block, grp_size, grp_new, best, changed
     cdef vector[int64_t] cand_in_block
-    cdef vector[int64_t] rowbuf
+    cdef vector[int32_t] rowbuf
     cdef vector[uint8_t] mark
     cdef unordered_map[string, int64_t] groups
     cdef unordered_map[string, int64_t].iterator gt
@@ -419,11 +483,11 @@ def refine(const int64_t[::1] init, const int64_t[:, ::1] targets, check, str st
             grp_size.clear()
             for x in range(<int64_t>cand.size()):
                 s = cand[x]
-                rowbuf[0] = cls[s]
+                rowbuf[0] = <int32_t>cls[s]
                 for j in range(k):
                     y = targets[s, j]
-                    rowbuf[j + 1] = cls[y] if y >= 0 else -1
-                key = _key64(rowbuf.data(), <size_t>(k + 1))
+                    rowbuf[j + 1] = <int32_t>cls[y] if y >= 0 else -1
+                key = _key32(rowbuf.data(), <size_t>(k + 1))
                 gt = groups.find(key)
                 if gt == groups.end():
                     g = <int64_t>grp_block.size()

@@ -141,7 +141,7 @@ class LexerDFA:
         # event lists with conditions replaced by their minimized ids, interned per transition
         mapped_ids: dict[tuple, int] = {}
         mapped_lists: list[tuple[tuple[int, int], ...]] = []
-        raw_to_mapped = np.empty(len(ev_lists), dtype=np.int64)
+        raw_to_mapped = np.empty(len(ev_lists), dtype=np.int32 if native else np.int64)
         for k, evs in enumerate(ev_lists):
             key = tuple((t, cond_of[c]) for t, c in evs)
             mid = mapped_ids.get(key)
@@ -580,7 +580,7 @@ def _minimize_conds(trans: np.ndarray, at_end: np.ndarray, check: _Deadline, nat
     if native:
         from glrmask_ext.lexer_dfa import refine
 
-        return refine(init, np.ascontiguousarray(trans, dtype=np.int64), check.check, stage)
+        return refine(init, np.ascontiguousarray(trans, dtype=np.int32), check.check, stage)
     return _refine(init, trans, check, stage)
 
 
@@ -589,12 +589,13 @@ def _minimize_states(trans: np.ndarray, ev_key: np.ndarray, futures: np.ndarray,
     if trans.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
     # event lists and futures never change during refinement: fold them into the first blocks
-    first = np.ascontiguousarray(np.concatenate([futures.view(np.int64), ev_key], axis=1))
     stage = "lexer DFA minimization (lexer states)"
     if native:  # the partition is what counts: any exact labelling of the rows will do
         from glrmask_ext.lexer_dfa import refine, row_labels
 
-        return refine(row_labels(first), np.ascontiguousarray(trans, dtype=np.int64), check.check, stage)
+        init = row_labels(np.ascontiguousarray(futures), np.ascontiguousarray(ev_key, dtype=np.int32))
+        return refine(init, np.ascontiguousarray(trans, dtype=np.int32), check.check, stage)
+    first = np.ascontiguousarray(np.concatenate([futures.view(np.int64), ev_key], axis=1))
     _, init = np.unique(first, axis=0, return_inverse=True)
     return _refine(init.reshape(-1), trans, check, stage)
 
