@@ -42,6 +42,7 @@ from ..grammar.ir import Grammar
 from . import charset as cs
 from . import ecma_regex, formats, numbers
 from .builder import GrammarBuilder
+from .canonical import canonical_text, memoized_texts
 from .refs import RefError, SchemaRefs, ptr_join
 
 ALL_TYPES = ('null', 'boolean', 'object', 'array', 'string', 'number')
@@ -150,8 +151,7 @@ def load_schema(schema: Any) -> Any:
 _ptr_join = ptr_join
 
 
-def _canon(v: Any) -> str:
-    return json.dumps(v, sort_keys=True, separators=(',', ':'), default=repr)
+_canon = canonical_text  # schemas equal as the lowering sees them iff these texts are equal
 
 
 def _and(a: Any, b: Any) -> Any:
@@ -1802,7 +1802,8 @@ def build(schema: Any, opts: Options) -> tuple[GrammarBuilder, list[str]]:
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 12_000))  # item/property chains recurse once per element
     try:
-        top = low.lower(schema, '', 0)
+        with memoized_texts():  # (the lowering never changes a schema value it has built)
+            top = low.lower(schema, '', 0)
     except RecursionError:
         raise GrammarTooComplex("JSON Schema lowering: schema nesting too deep") from None
     finally:
