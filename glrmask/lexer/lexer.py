@@ -265,17 +265,21 @@ class Lexer:
             hit = []
             entries, trackers = self._ts[t][ts]
             mask = self._entries_groups(t, entries)
-            same = self._alike_groups(t, entries, trackers) if mask else None
+            # (one group read: nothing to share)
+            same = self._alike_groups(t, entries, trackers) if mask & (mask - 1) else None
             memo = self._ts_rows[t][ts]
-            for g, b in enumerate(self._grep[t]):
-                if mask >> g & 1:
-                    r = g if same is None else same[g]
-                    if r == g:
-                        ts2, ev = self._lane_step(t, ts, b)
-                    else:  # the same step as the group's first one, stepped just before
-                        ts2, ev = memo[g] = memo[r]
-                    if ts2 >= 0 or ev:
-                        hit.append((g, ts2, ev))
+            grep = self._grep[t]
+            while mask:  # the groups read, ascending
+                low = mask & -mask
+                mask ^= low
+                g = low.bit_length() - 1
+                r = g if same is None else same[g]
+                if r == g:
+                    ts2, ev = self._lane_step(t, ts, grep[g])
+                else:  # the same step as the group's first one (read too, so stepped before)
+                    ts2, ev = memo[g] = memo[r]
+                if ts2 >= 0 or ev:
+                    hit.append((g, ts2, ev))
             live[ts] = hit
         return hit
 
