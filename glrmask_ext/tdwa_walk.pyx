@@ -1,14 +1,164 @@
-# cython: language_level=3, wraparound=True, boundscheck=True
-"""Compiled core of :class:`glrmask.compiler.terminal_dwa.TerminalDWA` construction: the hash-consed
-DAG of weighted label trees and the memoized trie walk. Same operations in the same order as the
-pure-Python description in ``terminal_dwa`` (so the interned node order, hence the output, is
-identical); compiled because the build is millions of small dict/tuple operations."""
+# cython: language_level=3, wraparound=False, boundscheck=False, cdivision=True
+# distutils: language = c++
+"""Native core of :class:`glrmask.compiler.terminal_dwa.TerminalDWA` construction: the hash-consed
+DAG of weighted label trees (:class:`Dag`) and the memoized trie walk (:class:`Walker`).
+
+Why native. The build is tens of millions of tiny operations — a memo lookup per (trie node,
+branch) pair, a step-table read per trie edge, an interval merge or a node lookup per union — and
+with Python dicts and tuples each cost about a microsecond: most of a static compile. Here every
+table is a C array or an open-addressing hash map over C integers, and a frame of the walk is a
+few integers on a C stack; Python is entered only to *fill* a cache the first time it is missed
+(a lexer step of a branch over one byte group, the looping bytes of a branch at a trie height, a
+branch's class representative, a branch's end labels), which the builder in ``terminal_dwa``
+computes with the lexer — the lexer semantics stay in one place.
+
+Order. Nodes and weights are interned in exactly the order of the walk (children before parents,
+a union's operands before its result), so the output does not depend on hash-map iteration and is
+the same from run to run.
+"""
 cimport cython
-from libc.stdint cimport int32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.string cimport memcpy
+from libcpp.vector cimport vector
+from libcpp.algorithm cimport sort as cpp_sort
 
 import numpy as np
 
 from glrmask.errors import GrammarTooComplex
+
+
+cdef extern from *:
+    """
+    #include <vector>
+    #include <unordered_map>
+    #include <cstdint>
+    #include <cstring>
+
+    /* Open-addressing map from non-negative int64 keys to int32 values (-1 = absent). */
+    struct GmI64Map {
+        std::vector<int64_t> keys;
+        std::vector<int32_t> vals;
+        size_t count = 0, mask = 0;
+        GmI64Map() { reset(16); }
+        void reset(size_t cap) {
+            keys.assign(cap, -1); vals.assign(cap, -1); count = 0; mask = cap - 1;
+        }
+        static inline uint64_t mix(uint64_t k) {
+            k ^= k >> 33; k *= 0xff51afd7ed558ccdULL; k ^= k >> 33; k *= 0xc4ceb9fe1a85ec53ULL;
+            k ^= k >> 33; return k;
+        }
+        inline int32_t get(int64_t k) const {
+            size_t i = mix((uint64_t)k) & mask;
+            while (true) {
+                int64_t kk = keys[i];
+                if (kk == k) return vals[i];
+                if (kk < 0) return -1;
+                i = (i + 1) & mask;
+            }
+        }
+        void grow() {
+            std::vector<int64_t> ok; std::vector<int32_t> ov;
+            ok.swap(keys); ov.swap(vals);
+            reset(ok.size() * 2);
+            for (size_t i = 0; i < ok.size(); i++) if (ok[i] >= 0) put(ok[i], ov[i]);
+        }
+        inline void put(int64_t k, int32_t v) {
+            if (2 * (count + 1) > keys.size()) grow();
+            size_t i = mix((uint64_t)k) & mask;
+            while (true) {
+                int64_t kk = keys[i];
+                if (kk == k) { vals[i] = v; return; }
+                if (kk < 0) { keys[i] = k; vals[i] = v; count++; return; }
+                i = (i + 1) & mask;
+            }
+        }
+        size_t size() const { return count; }
+        void clear() { reset(16); }
+    };
+
+    /* Interned int32 sequences: id i is data[ptr[i]:ptr[i+1]]. An open-addressing table of ids,
+       with each id's 64-bit hash kept, so a probe compares sequences only on equal hashes. */
+    struct GmSeqSet {
+        std::vector<int32_t> data;
+        std::vector<int64_t> ptr;
+        std::vector<uint64_t> hashes;
+        std::vector<int32_t> table;
+        size_t mask = 0;
+        GmSeqSet() { ptr.push_back(0); table.assign(64, -1); mask = 63; }
+        static inline uint64_t hash(const int32_t* p, size_t n) {
+            uint64_t h = 0x9e3779b97f4a7c15ULL + n;
+            for (size_t i = 0; i < n; i++) {
+                uint64_t k = (uint32_t)p[i];
+                k *= 0xff51afd7ed558ccdULL; k ^= k >> 32;
+                h = (h ^ k) * 0xc4ceb9fe1a85ec53ULL; h ^= h >> 29;
+            }
+            return h;
+        }
+        inline int32_t find(const int32_t* p, size_t n, uint64_t h) const {
+            size_t i = h & mask;
+            while (true) {
+                int32_t id = table[i];
+                if (id < 0) return -1;
+                if (hashes[id] == h && (size_t)(ptr[id + 1] - ptr[id]) == n
+                        && (n == 0 || std::memcmp(&data[ptr[id]], p, n * sizeof(int32_t)) == 0))
+                    return id;
+                i = (i + 1) & mask;
+            }
+        }
+        int32_t insert(const int32_t* p, size_t n, uint64_t h) {
+            int32_t id = (int32_t)hashes.size();
+            data.insert(data.end(), p, p + n);
+            ptr.push_back((int64_t)data.size());
+            hashes.push_back(h);
+            if (2 * hashes.size() > table.size()) {
+                table.assign(table.size() * 2, -1); mask = table.size() - 1;
+                for (int32_t j = 0; j < id; j++) place(j);
+            }
+            place(id);
+            return id;
+        }
+        inline void place(int32_t id) {
+            size_t i = hashes[id] & mask;
+            while (table[i] >= 0) i = (i + 1) & mask;
+            table[i] = id;
+        }
+        size_t size() const { return hashes.size(); }
+    };
+    /* A map from int32 sequences to int32 values. */
+    struct GmSeqMap {
+        GmSeqSet keys;
+        std::vector<int32_t> vals;
+        inline int32_t get(const std::vector<int32_t>& k) const {
+            int32_t id = keys.find(k.data(), k.size(), GmSeqSet::hash(k.data(), k.size()));
+            return id < 0 ? -1 : vals[id];
+        }
+        inline void put_new(const std::vector<int32_t>& k, int32_t v) {
+            keys.insert(k.data(), k.size(), GmSeqSet::hash(k.data(), k.size()));
+            vals.push_back(v);
+        }
+    };
+
+    /* (lo, hi) pairs, sorted by lo then hi */
+    struct GmPair { int64_t a, b; bool operator<(const GmPair& o) const { return a < o.a || (a == o.a && b < o.b); } };
+    """
+    cdef cppclass GmI64Map:
+        int32_t get(int64_t k)
+        void put(int64_t k, int32_t v)
+        size_t size()
+        void clear()
+    cdef cppclass GmSeqSet:
+        vector[int32_t] data
+        vector[int64_t] ptr
+        @staticmethod
+        uint64_t hash(const int32_t* p, size_t n)
+        int32_t find(const int32_t* p, size_t n, uint64_t h)
+        int32_t insert(const int32_t* p, size_t n, uint64_t h)
+        size_t size()
+    cdef cppclass GmSeqMap:
+        int32_t get(const vector[int32_t]& k)
+        void put_new(const vector[int32_t]& k, int32_t v)
+    cdef cppclass GmPair:
+        int64_t a, b
 
 
 @cython.boundscheck(False)
@@ -33,462 +183,1210 @@ def subtree_byte_sets(const int32_t[::1] child_ptr, const unsigned char[::1] chi
     return out_arr
 
 
-cdef list _union2(tuple a, tuple b):
-    cdef list out = []
-    cdef Py_ssize_t i = 0, j = 0, na = len(a), nb = len(b)
-    cdef long lo, hi
-    while i < na or j < nb:
-        if j >= nb or (i < na and <long>a[i] <= <long>b[j]):
-            lo = a[i]; hi = a[i + 1]
-            i += 2
-        else:
-            lo = b[j]; hi = b[j + 1]
-            j += 2
-        if out and lo <= <long>out[-1]:
-            if hi > <long>out[-1]:
-                out[-1] = hi
-        else:
-            out.append(lo)
-            out.append(hi)
-    return out
+cdef inline int64_t _pair_key(int64_t a, int64_t b) noexcept nogil:
+    return (a << 32 | b) if a < b else (b << 32 | a)
 
 
-cdef inline void _group(dict groups, tuple pairs):
-    """Append each ``(key, value)`` of ``pairs`` to ``groups[key]``."""
-    for k, v in pairs:
-        lst = groups.get(k)
-        if lst is None:
-            groups[k] = [v]
-        else:
-            lst.append(v)
-
-
-cdef list _operands(list ids):
-    """The distinct non-empty (non-negative) ids of a many-way union, ascending."""
-    return sorted(set([x for x in ids if <long>x >= 0]))
+cdef void _sorted_distinct(vector[int32_t]& ids, Py_ssize_t begin, vector[int32_t]& out) noexcept:
+    """The distinct non-negative ids of ``ids[begin:]``, ascending, into ``out``."""
+    out.clear()
+    cdef Py_ssize_t i
+    for i in range(begin, <Py_ssize_t>ids.size()):
+        if ids[i] >= 0:
+            out.push_back(ids[i])
+    if out.size() > 1:
+        cpp_sort(out.begin(), out.end())
+        j = 0
+        for i in range(1, <Py_ssize_t>out.size()):
+            if out[i] != out[j]:
+                j += 1
+                out[j] = out[i]
+        out.resize(j + 1)
 
 
 cdef class Dag:
-    """Hash-consed weighted label trees: a node is ``(final weight, ((open label, weight), ...),
-    ((label, child), ...))`` (sorted, child ids lower than the node's), so equal denotations are
-    the same id; weights are interned interval tuples (-1 = empty). Unions are memoized."""
-    cdef public long max_nodes, max_weights
-    cdef public dict weights, _wunion, nodes, _union, _prefix, _n0, _n1, _union_many
-    cdef public list weight_list, node_list, support
+    """Hash-consed weighted label trees. A node is ``(final weight, ((open label, weight), ...),
+    ((label, child), ...))`` with sorted labels and children interned before their parent, so
+    equal denotations are the same id; weights are interned sorted disjoint half-open interval
+    lists (``-1`` = the empty set). Unions are memoized. ``support[n]`` is the union of every
+    weight in ``n``'s subtree: the tokens with some outcome through ``n``."""
+    cdef long max_nodes, max_weights
+    # weights
+    cdef GmSeqSet ws  # interned weights: ws.data[ws.ptr[w]:ws.ptr[w+1]]
+    cdef GmI64Map w_union
+    # nodes
+    cdef vector[int32_t] n_final, n_support, n_open_ptr, n_open, n_edge_ptr, n_edge
+    cdef GmI64Map n0, n1, u_pair, u_prefix
+    cdef GmSeqMap n_index, u_many
+    cdef vector[int32_t] key_scratch
 
-    def __init__(self, long max_nodes, long max_weights):
+    def __cinit__(self, long max_nodes, long max_weights):
         self.max_nodes = max_nodes
         self.max_weights = max_weights
-        self.weights = {}
-        self.weight_list = []
-        self._wunion = {}
-        self.nodes = {}
-        self._n0 = {}
-        self._n1 = {}
-        self.node_list = []
-        self.support = []
-        self._union = {}
-        self._prefix = {}
-        self._union_many = {}
+        self.n_open_ptr.push_back(0)
+        self.n_edge_ptr.push_back(0)
 
-    cdef long _weight(self, tuple key) except? -2:
-        if not key:
+    # ------------------------------------------------------------------ weights
+    cdef int32_t weight_of(self, vector[int32_t]& ivs) except -2:
+        """Intern the interval list ``ivs`` (flat lo, hi pairs; empty: -1)."""
+        return self.weight_at(ivs.data(), ivs.size())
+
+    cdef int32_t weight_at(self, const int32_t* p, size_t n) except -2:
+        cdef int32_t w
+        cdef uint64_t h
+        if n == 0:
             return -1
-        w = self.weights.get(key)
-        if w is None:
-            if len(self.weight_list) >= self.max_weights:
-                raise GrammarTooComplex(
-                    f"terminal DWA (weights): more than {self.max_weights} distinct token sets "
-                    "(limit max_weights)")
-            w = len(self.weight_list)
-            self.weights[key] = w
-            self.weight_list.append(key)
-        return w
+        h = GmSeqSet.hash(p, n)
+        w = self.ws.find(p, n, h)
+        if w >= 0:
+            return w
+        if <long>self.ws.size() >= self.max_weights:
+            raise GrammarTooComplex(
+                f"terminal DWA (weights): more than {self.max_weights} distinct token sets "
+                "(limit max_weights)")
+        return self.ws.insert(p, n, h)
 
-    def weight(self, ivs):
-        return self._weight(tuple(ivs))
+    def weight(self, ivs) -> int:
+        """Intern a flat interval list given from Python (condition seeds)."""
+        cdef vector[int32_t] v
+        for x in ivs:
+            v.push_back(<int32_t>x)
+        return self.weight_of(v)
 
-    cdef long _wunion_(self, long a, long b) except? -2:
-        cdef tuple ia, ib
-        cdef long w
+    cdef int32_t wunion(self, int32_t a, int32_t b) except -2:
+        cdef int64_t key
+        cdef int32_t w, t
+        cdef int32_t lo_a, hi_a, lo_b, hi_b, i, j, na, nb
+        cdef int32_t lo, hi
+        cdef vector[int32_t] out
         if a < 0 or a == b:
             return b
         if b < 0:
             return a
-        key = (a << 32 | b) if a < b else (b << 32 | a)
-        hit = self._wunion.get(key)
-        if hit is not None:
-            return hit
-        ia = self.weight_list[a]
-        ib = self.weight_list[b]
-        if <long>ia[0] > <long>ib[0]:
-            ia, ib = ib, ia
-        if <long>ia[-1] < <long>ib[0]:
-            w = self._weight(ia + ib)
-        elif <long>ia[-1] == <long>ib[0]:
-            w = self._weight(ia[:-1] + ib[1:])
+        key = _pair_key(a, b)
+        w = self.w_union.get(key)
+        if w >= 0:
+            return w
+        lo_a = self.ws.ptr[a]; hi_a = self.ws.ptr[a + 1]
+        lo_b = self.ws.ptr[b]; hi_b = self.ws.ptr[b + 1]
+        if self.ws.data[lo_a] > self.ws.data[lo_b]:
+            t = lo_a; lo_a = lo_b; lo_b = t
+            t = hi_a; hi_a = hi_b; hi_b = t
+        if self.ws.data[hi_a - 1] < self.ws.data[lo_b]:
+            out.reserve(hi_a - lo_a + hi_b - lo_b)
+            for i in range(lo_a, hi_a):
+                out.push_back(self.ws.data[i])
+            for i in range(lo_b, hi_b):
+                out.push_back(self.ws.data[i])
+        elif self.ws.data[hi_a - 1] == self.ws.data[lo_b]:
+            for i in range(lo_a, hi_a - 1):
+                out.push_back(self.ws.data[i])
+            for i in range(lo_b + 1, hi_b):
+                out.push_back(self.ws.data[i])
         else:
-            w = self._weight(tuple(_union2(ia, ib)))
-        self._wunion[key] = w
+            i = lo_a
+            j = lo_b
+            while i < hi_a or j < hi_b:
+                if j >= hi_b or (i < hi_a and self.ws.data[i] <= self.ws.data[j]):
+                    lo = self.ws.data[i]; hi = self.ws.data[i + 1]
+                    i += 2
+                else:
+                    lo = self.ws.data[j]; hi = self.ws.data[j + 1]
+                    j += 2
+                if out.size() and lo <= out.back():
+                    if hi > out.back():
+                        out[out.size() - 1] = hi
+                else:
+                    out.push_back(lo)
+                    out.push_back(hi)
+        w = self.weight_of(out)
+        self.w_union.put(key, w)
         return w
 
-    def wunion(self, long a, long b):
-        return self._wunion_(a, b)
+    cdef int32_t wunion_all(self, vector[int32_t]& ws0) except -2:
+        """Union of many weights at once (one interval merge instead of a chain of unions)."""
+        cdef vector[int32_t] ws
+        cdef vector[GmPair] pairs
+        cdef vector[int32_t] out
+        cdef GmPair p
+        cdef size_t k
+        cdef int32_t w, i
+        _sorted_distinct(ws0, 0, ws)
+        if ws.size() <= 2:
+            if ws.size() == 2:
+                return self.wunion(ws[0], ws[1])
+            return ws[0] if ws.size() else -1
+        for k in range(ws.size()):
+            w = ws[k]
+            i = self.ws.ptr[w]
+            while i < self.ws.ptr[w + 1]:
+                p.a = self.ws.data[i]
+                p.b = self.ws.data[i + 1]
+                pairs.push_back(p)
+                i += 2
+        cpp_sort(pairs.begin(), pairs.end())
+        for k in range(pairs.size()):
+            if out.size() and pairs[k].a <= out.back():
+                if pairs[k].b > out.back():
+                    out[out.size() - 1] = <int32_t>pairs[k].b
+            else:
+                out.push_back(<int32_t>pairs[k].a)
+                out.push_back(<int32_t>pairs[k].b)
+        return self.weight_of(out)
 
-    cdef long _node(self, long final, tuple opens, tuple edges) except? -2:
-        cdef long sup, n
-        if final < 0 and not opens and not edges:
+    # ------------------------------------------------------------------ nodes
+    cdef int32_t node(self, int32_t final, vector[int32_t]& opens, vector[int32_t]& edges) except -2:
+        """Intern a node; ``opens`` / ``edges`` are flat sorted (label, weight) / (label, child)
+        pairs. The two commonest shapes (one token set, closed or open in one terminal) have int
+        keys of their own; every node of such a shape goes through them, so ids stay unique."""
+        cdef int32_t n
+        cdef int64_t ikey
+        cdef size_t i
+        if final < 0 and opens.size() == 0 and edges.size() == 0:
             return -1
-        # The two commonest shapes (one token set, closed or open in one terminal) are looked up
-        # by an int key in their own dict; every node of such a shape goes through it, so ids
-        # stay unique.
-        if not edges:
-            if not opens:
-                ikey = final
-                hit = self._n0.get(ikey)
-                if hit is not None:
-                    return hit
-                n = self._new_node(final, opens, edges)
-                self._n0[ikey] = n
+        if edges.size() == 0:
+            if opens.size() == 0:
+                n = self.n0.get(final)
+                if n < 0:
+                    n = self.new_node(final, opens, edges)
+                    self.n0.put(final, n)
                 return n
-            if final < 0 and len(opens) == 1:
-                t, w = opens[0]
-                ikey = (<long>t) << 32 | <long>w
-                hit = self._n1.get(ikey)
-                if hit is not None:
-                    return hit
-                n = self._new_node(final, opens, edges)
-                self._n1[ikey] = n
+            if final < 0 and opens.size() == 2:
+                ikey = (<int64_t>opens[0]) << 32 | opens[1]
+                n = self.n1.get(ikey)
+                if n < 0:
+                    n = self.new_node(final, opens, edges)
+                    self.n1.put(ikey, n)
                 return n
-        key = (final, opens, edges)
-        hit = self.nodes.get(key)
-        if hit is not None:
-            return hit
-        n = self._new_node(final, opens, edges)
-        self.nodes[key] = n
+        self.key_scratch.clear()
+        self.key_scratch.push_back(final)
+        self.key_scratch.push_back(<int32_t>opens.size())
+        for i in range(opens.size()):
+            self.key_scratch.push_back(opens[i])
+        for i in range(edges.size()):
+            self.key_scratch.push_back(edges[i])
+        n = self.n_index.get(self.key_scratch)
+        if n < 0:
+            n = self.new_node(final, opens, edges)  # (it does not touch key_scratch)
+            self.n_index.put_new(self.key_scratch, n)
         return n
 
-    cdef long _new_node(self, long final, tuple opens, tuple edges) except? -2:
-        cdef long sup, n
-        if len(self.node_list) >= self.max_nodes:
+    cdef int32_t new_node(self, int32_t final, vector[int32_t]& opens, vector[int32_t]& edges) except -2:
+        cdef int32_t sup = final, n
+        cdef size_t i
+        if <long>self.n_final.size() >= self.max_nodes:
             raise GrammarTooComplex(
                 f"terminal DWA (nodes): more than {self.max_nodes} automaton nodes (limit max_nodes)")
-        sup = final
-        for _t, w in opens:
-            sup = self._wunion_(sup, w)
-        for _l, c in edges:
-            sup = self._wunion_(sup, self.support[c])
-        n = len(self.node_list)
-        self.node_list.append((final, opens, edges))
-        self.support.append(sup)
+        i = 0
+        while i < opens.size():
+            sup = self.wunion(sup, opens[i + 1])
+            i += 2
+        i = 0
+        while i < edges.size():
+            sup = self.wunion(sup, self.n_support[edges[i + 1]])
+            i += 2
+        n = <int32_t>self.n_final.size()
+        self.n_final.push_back(final)
+        self.n_support.push_back(sup)
+        for i in range(opens.size()):
+            self.n_open.push_back(opens[i])
+        self.n_open_ptr.push_back(<int32_t>self.n_open.size())
+        for i in range(edges.size()):
+            self.n_edge.push_back(edges[i])
+        self.n_edge_ptr.push_back(<int32_t>self.n_edge.size())
         return n
 
-    cdef long _wunion_all_(self, list ws) except? -2:
-        """Union of many weights at once (one interval merge instead of a chain of unions)."""
-        cdef list pairs = []
-        cdef list out = []
-        cdef tuple iv
-        cdef Py_ssize_t k
-        cdef long lo, hi
-        ws = _operands(ws)
-        if len(ws) <= 2:
-            return self._wunion_(ws[0], ws[1]) if len(ws) == 2 else (ws[0] if ws else -1)
-        for w in ws:
-            iv = self.weight_list[w]
-            for k in range(0, len(iv), 2):
-                pairs.append((iv[k], iv[k + 1]))
-        pairs.sort()
-        for lo, hi in pairs:
-            if out and lo <= <long>out[len(out) - 1]:
-                if hi > <long>out[len(out) - 1]:
-                    out[len(out) - 1] = hi
-            else:
-                out.append(lo)
-                out.append(hi)
-        return self._weight(tuple(out))
-
-    cdef long _union_all_(self, list ns) except? -2:
-        """Union of many nodes at once: one new node, not one per pairwise step (the walk unions
-        all children of a trie node; pairwise unions would intern every partial result)."""
-        cdef dict opens, edges
-        cdef list finals
-        ns = _operands(ns)
-        if len(ns) <= 2:
-            return self._union_(ns[0], ns[1]) if len(ns) == 2 else (ns[0] if ns else -1)
-        key = tuple(ns)
-        hit = self._union_many.get(key)
-        if hit is not None:
-            return hit
-        finals = []
-        opens = {}
-        edges = {}
-        for n in ns:
-            f, o, e = self.node_list[n]
-            if <long>f >= 0:
-                finals.append(f)
-            _group(opens, o)
-            _group(edges, e)
-        res = self._node(
-            self._wunion_all_(finals),
-            tuple(sorted([(t, self._wunion_all_(ws)) for t, ws in opens.items()])),
-            tuple(sorted([(lab, self._union_all_(cs)) for lab, cs in edges.items()])))
-        self._union_many[key] = res
-        return res
-
-    def union_all(self, ns):
-        return self._union_all_(list(ns))
-
-    def node(self, long final, tuple opens, tuple edges):
-        return self._node(final, opens, edges)
-
-    cdef long _prefix_(self, object lab, long n) except? -2:
-        if lab is None or n < 0:
+    cdef int32_t prefix(self, int32_t lab, int32_t n) except -2:
+        """The node whose only outcome is ``lab`` followed by ``n``'s (``lab < 0``: ``n``)."""
+        cdef int64_t key
+        cdef int32_t r
+        cdef vector[int32_t] no_opens, edge
+        if lab < 0 or n < 0:
             return n
-        key = (<long>lab) << 32 | n
-        hit = self._prefix.get(key)
-        if hit is not None:
-            return hit
-        r = self._node(-1, (), ((lab, n),))
-        self._prefix[key] = r
+        key = (<int64_t>lab) << 32 | n
+        r = self.u_prefix.get(key)
+        if r >= 0:
+            return r
+        edge.push_back(lab)
+        edge.push_back(n)
+        r = self.node(-1, no_opens, edge)
+        self.u_prefix.put(key, r)
         return r
 
-    def prefix(self, lab, long n):
-        return self._prefix_(lab, n)
-
-    cdef long _union_(self, long a, long b) except? -2:
-        cdef long final, res
-        cdef tuple oa, ob, ea, eb
+    cdef int32_t union(self, int32_t a, int32_t b) except -2:
+        cdef int64_t key
+        cdef int32_t res, final, t
+        cdef int32_t oa0, oa1, ob0, ob1, ea0, ea1, eb0, eb1, i, j
+        cdef bint same
+        cdef vector[int32_t] opens, edges, merged
         if a < 0 or a == b:
             return b
         if b < 0:
             return a
-        key = (a << 32 | b) if a < b else (b << 32 | a)
-        hit = self._union.get(key)
-        if hit is not None:
-            return hit
-        fa, oa, ea = self.node_list[a]
-        fb, ob, eb = self.node_list[b]
-        final = self._wunion_(fa, fb)
-        if not ea and not eb and len(oa) == len(ob):
-            same = True
-            for x, y in zip(oa, ob):
-                if x[0] != y[0]:
+        key = _pair_key(a, b)
+        res = self.u_pair.get(key)
+        if res >= 0:
+            return res
+        final = self.wunion(self.n_final[a], self.n_final[b])
+        oa0 = self.n_open_ptr[a]; oa1 = self.n_open_ptr[a + 1]
+        ob0 = self.n_open_ptr[b]; ob1 = self.n_open_ptr[b + 1]
+        ea0 = self.n_edge_ptr[a]; ea1 = self.n_edge_ptr[a + 1]
+        eb0 = self.n_edge_ptr[b]; eb1 = self.n_edge_ptr[b + 1]
+        same = ea0 == ea1 and eb0 == eb1 and oa1 - oa0 == ob1 - ob0
+        if same:
+            i = 0
+            while i < oa1 - oa0:
+                if self.n_open[oa0 + i] != self.n_open[ob0 + i]:
                     same = False
                     break
-            if same:
-                res = self._node(final, tuple([(x[0], self._wunion_(x[1], y[1])) for x, y in zip(oa, ob)]), ())
-                self._union[key] = res
-                return res
-        opens = dict(oa)
-        for t, w in ob:
-            opens[t] = self._wunion_(opens.get(t, -1), w)
-        edges = dict(ea)
-        for lab, c in eb:
-            edges[lab] = self._union_(edges.get(lab, -1), c)
-        res = self._node(final, tuple(sorted(opens.items())), tuple(sorted(edges.items())))
-        self._union[key] = res
+                i += 2
+        if same:
+            i = 0
+            while i < oa1 - oa0:
+                opens.push_back(self.n_open[oa0 + i])
+                opens.push_back(self.wunion(self.n_open[oa0 + i + 1], self.n_open[ob0 + i + 1]))
+                i += 2
+            res = self.node(final, opens, edges)
+            self.u_pair.put(key, res)
+            return res
+        # opens: a's in order, b's merged in (in b's order, as the dict update does), then sorted
+        for i in range(oa0, oa1):
+            opens.push_back(self.n_open[i])
+        j = ob0
+        while j < ob1:
+            t = self.n_open[j]
+            i = 0
+            while i < <int32_t>opens.size() and opens[i] != t:
+                i += 2
+            if i < <int32_t>opens.size():
+                opens[i + 1] = self.wunion(opens[i + 1], self.n_open[j + 1])
+            else:
+                opens.push_back(t)
+                opens.push_back(self.n_open[j + 1])
+            j += 2
+        _sort_pairs(opens)
+        for i in range(ea0, ea1):
+            edges.push_back(self.n_edge[i])
+        j = eb0
+        while j < eb1:
+            t = self.n_edge[j]
+            i = 0
+            while i < <int32_t>edges.size() and edges[i] != t:
+                i += 2
+            if i < <int32_t>edges.size():
+                edges[i + 1] = self.union(edges[i + 1], self.n_edge[j + 1])
+            else:
+                edges.push_back(t)
+                edges.push_back(self.n_edge[j + 1])
+            j += 2
+        _sort_pairs(edges)
+        res = self.node(final, opens, edges)
+        self.u_pair.put(key, res)
         return res
 
-    def union(self, long a, long b):
-        return self._union_(a, b)
+    cdef int32_t union_all(self, vector[int32_t]& ids, Py_ssize_t begin) except -2:
+        """Union of the nodes ``ids[begin:]`` at once: one new node, not one per pairwise step
+        (the walk unions all children of a trie node; pairwise unions would intern every partial
+        result). Labels are grouped in order of first appearance, as the results are interned."""
+        cdef vector[int32_t] ns, finals, olabs, elabs, opens, edges, grp
+        cdef vector[vector[int32_t]] ows, ecs
+        cdef int32_t res, n, t, k, i, g
+        cdef size_t m
+        _sorted_distinct(ids, begin, ns)
+        if ns.size() <= 2:
+            if ns.size() == 2:
+                return self.union(ns[0], ns[1])
+            return ns[0] if ns.size() else -1
+        res = self.u_many.get(ns)
+        if res >= 0:
+            return res
+        for m in range(ns.size()):
+            n = ns[m]
+            if self.n_final[n] >= 0:
+                finals.push_back(self.n_final[n])
+            k = self.n_open_ptr[n]
+            while k < self.n_open_ptr[n + 1]:
+                t = self.n_open[k]
+                g = _find(olabs, t)
+                if g < 0:
+                    g = <int32_t>olabs.size()
+                    olabs.push_back(t)
+                    ows.push_back(grp)
+                ows[g].push_back(self.n_open[k + 1])
+                k += 2
+            k = self.n_edge_ptr[n]
+            while k < self.n_edge_ptr[n + 1]:
+                t = self.n_edge[k]
+                g = _find(elabs, t)
+                if g < 0:
+                    g = <int32_t>elabs.size()
+                    elabs.push_back(t)
+                    ecs.push_back(grp)
+                ecs[g].push_back(self.n_edge[k + 1])
+                k += 2
+        final = self.wunion_all(finals)
+        for m in range(olabs.size()):
+            opens.push_back(olabs[m])
+            opens.push_back(self.wunion_all(ows[m]))
+        _sort_pairs(opens)
+        for m in range(elabs.size()):
+            edges.push_back(elabs[m])
+            edges.push_back(self.union_all(ecs[m], 0))
+        _sort_pairs(edges)
+        res = self.node(final, opens, edges)
+        self.u_many.put_new(ns, res)
+        return res
+
+    # ------------------------------------------------------------------ layout
+    def n_nodes(self) -> int:
+        return self.n_final.size()
+
+    def layout(self, roots, seeds, long n_tokens):
+        """The flat arrays of the nodes reachable from ``roots`` (see ``terminal_dwa``): nodes
+        renumbered parents first (old ids descending: a child is interned before its parent, so
+        every edge goes to a higher new id), weights renumbered in order of first use, roots of
+        boundary states where every token dies (``-1``) sharing one empty node. ``seeds``: the
+        condition seeds as ``{cond: weight}``."""
+        cdef Py_ssize_t n_all = self.n_final.size()
+        cdef vector[int32_t] stack, new_id, wmap, order
+        cdef vector[char] reach
+        cdef int32_t n, c, k, d, w, empty = -1
+        cdef Py_ssize_t i
+        reach.assign(n_all + 1, 0)
+        for r in roots:
+            if r >= 0:
+                stack.push_back(<int32_t>r)
+            else:
+                empty = <int32_t>n_all
+        while stack.size():
+            n = stack.back()
+            stack.pop_back()
+            if n == n_all or reach[n]:
+                continue
+            reach[n] = 1
+            k = self.n_edge_ptr[n]
+            while k < self.n_edge_ptr[n + 1]:
+                c = self.n_edge[k + 1]
+                if not reach[c]:
+                    stack.push_back(c)
+                k += 2
+        if empty >= 0:
+            reach[n_all] = 1
+        new_id.assign(n_all + 1, -1)
+        for i in range(n_all, -1, -1):
+            if reach[i]:
+                new_id[i] = <int32_t>order.size()
+                order.push_back(<int32_t>i)
+        cdef Py_ssize_t n_nodes = order.size()
+        wmap.assign(self.ws.size(), -1)
+        cdef vector[int32_t] wlist
+        cdef vector[int32_t] edge_ptr, edge_label, edge_target, edge_weight
+        cdef vector[int32_t] open_ptr, open_label, open_weight, final_weight
+        edge_ptr.push_back(0)
+        open_ptr.push_back(0)
+        for i in range(n_nodes):
+            d = order[i]
+            if d == n_all:  # the empty node
+                final_weight.push_back(-1)
+                open_ptr.push_back(<int32_t>open_label.size())
+                edge_ptr.push_back(<int32_t>edge_label.size())
+                continue
+            final_weight.push_back(_renumber(wmap, wlist, self.n_final[d]))
+            k = self.n_open_ptr[d]
+            while k < self.n_open_ptr[d + 1]:
+                open_label.push_back(self.n_open[k])
+                open_weight.push_back(_renumber(wmap, wlist, self.n_open[k + 1]))
+                k += 2
+            open_ptr.push_back(<int32_t>open_label.size())
+            k = self.n_edge_ptr[d]
+            while k < self.n_edge_ptr[d + 1]:
+                c = self.n_edge[k + 1]
+                edge_label.push_back(self.n_edge[k])
+                edge_weight.push_back(_renumber(wmap, wlist, self.n_support[c]))
+                edge_target.push_back(new_id[c])
+                k += 2
+            edge_ptr.push_back(<int32_t>edge_label.size())
+        conds = sorted(seeds)
+        fail = [_renumber(wmap, wlist, <int32_t>seeds[c]) for c in conds]
+        cdef vector[int32_t] weight_ptr, bounds
+        weight_ptr.push_back(0)
+        for i in range(<Py_ssize_t>wlist.size()):
+            w = wlist[i]
+            for k in range(self.ws.ptr[w], self.ws.ptr[w + 1]):
+                bounds.push_back(self.ws.data[k])
+            weight_ptr.push_back(<int32_t>bounds.size())
+        root_ids = [new_id[r] if r >= 0 else new_id[n_all] for r in roots]
+        return {
+            "roots": np.asarray(root_ids, dtype=np.int32),
+            "edge_ptr": _arr(edge_ptr), "edge_label": _arr(edge_label),
+            "edge_target": _arr(edge_target), "edge_weight": _arr(edge_weight),
+            "final_weight": _arr(final_weight),
+            "open_ptr": _arr(open_ptr), "open_label": _arr(open_label), "open_weight": _arr(open_weight),
+            "weight_ptr": _arr(weight_ptr), "weight_bounds": _arr(bounds),
+            "cond_ids": np.asarray(conds, dtype=np.int32), "fail_seed": np.asarray(fail, dtype=np.int32),
+        }
 
 
-cdef class _Walk:
-    """The builder's tables, typed, plus its ``_own`` / ``_items`` (same logic and caches)."""
+cdef inline int32_t _find(vector[int32_t]& labels, int32_t t) noexcept:
+    cdef size_t i
+    for i in range(labels.size()):
+        if labels[i] == t:
+            return <int32_t>i
+    return -1
+
+
+cdef void _sort_pairs(vector[int32_t]& flat) noexcept:
+    """Sort flat (label, value) pairs by label (labels are distinct; the lists are short)."""
+    cdef size_t i, j
+    cdef int32_t a, b
+    i = 2
+    while i < flat.size():
+        a = flat[i]
+        b = flat[i + 1]
+        j = i
+        while j >= 2 and flat[j - 2] > a:
+            flat[j] = flat[j - 2]
+            flat[j + 1] = flat[j - 1]
+            j -= 2
+        flat[j] = a
+        flat[j + 1] = b
+        i += 2
+
+
+cdef inline int32_t _renumber(vector[int32_t]& wmap, vector[int32_t]& wlist, int32_t w) noexcept:
+    if w < 0:
+        return -1
+    if wmap[w] < 0:
+        wmap[w] = <int32_t>wlist.size()
+        wlist.push_back(w)
+    return wmap[w]
+
+
+cdef object _arr(vector[int32_t]& v):
+    out = np.empty(v.size(), dtype=np.int32)
+    cdef int32_t[::1] view = out
+    if v.size():
+        memcpy(&view[0], v.data(), v.size() * sizeof(int32_t))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+cdef size_t _LINEAR_KEYS = 16  # distinct (label, branch) keys of one node searched linearly
+
+
+cdef struct Item:
+    int32_t child   # trie node, or -1: leaves collapsed into one item (bounds below)
+    int32_t lab     # LR terminal, or -1: none
+    int32_t cid     # the branch after the item's byte
+    int32_t n_pairs # (trie node, branch) pairs the item stands for (walk budget)
+    int32_t b_off, b_len
+
+
+cdef struct Frame:
+    int64_t key
+    int32_t items_begin, items_end, idx, subs_begin, bounds_begin
+
+
+cdef class Walker:
+    """The memoized trie walk of one Terminal DWA build: ``walk_from(lex, conds)`` is the DAG
+    node (-1: nothing) of the outcomes of every token scanned from the branch ``(lex, conds)``
+    (``lex`` a lexer state or -2 at a lexeme boundary, ``conds`` pending conditions).
+
+    Two sources of branch semantics, the same outcomes:
+
+    * **native** (a dense lexer, ``lexer.dfa`` has the arrays): branches are interned here and
+      stepped on the DFA arrays — transitions, events, condition steps, futures bitsets and the
+      lexer-state classes' representatives (``classes``) — with no Python call per branch;
+    * **builder** (any lexer): branches are the builder's (``terminal_dwa._Builder``: ``_cfgs``,
+      ``_step``, ``neutral_bytes``, ``canonical``, ``open_labels``), called on each cache miss.
+      This is the description the native model is tested against.
+
+    Caches: per branch and byte the step result (an interned list of ``(label, branch')``), per
+    branch (and trie height) the looping bytes, per branch and height the class representative,
+    per branch its end labels. The memo, keyed by ``branch * n_trie_nodes + node``, is shared by
+    all roots of the build. Lexer states and conditions that some token ends in are recorded
+    (``end_states`` / ``end_conds``): they become boundary roots and condition seeds."""
     cdef object b
-    cdef Dag dag
-    cdef list node_internal, child_ptr, child_byte, child_node, cfgs, cfg_steps, sub_lo, sub_hi
+    cdef public Dag dag
+    cdef const int32_t[::1] child_ptr, child_node, node_internal, sub_lo, sub_hi, heights
+    cdef const unsigned char[::1] child_byte
     cdef const uint64_t[:, ::1] sub_bytes
-    cdef dict open_labels, canon, neutral
-    cdef set end_conds, end_states
-    cdef list heights
-    cdef long max_height
+    cdef bint classes, native
+    cdef int64_t nn, max_height
+    cdef public long steps
+    cdef long max_steps
+    # step results: rows[cid * 256 + byte] -> result id r = pairs results.data[ptr[r]:ptr[r+1]]
+    cdef vector[int32_t] rows
+    cdef GmSeqSet results
+    cdef GmI64Map loop_index, canon, memo, leaf_slot
+    cdef vector[uint64_t] loop_words  # 4 words per loop_index entry
+    # end labels per branch: end_kind[cid] -3 unknown, -2 boundary, 1 closed among them, else 0
+    cdef vector[int32_t] end_kind, end_ptr, end_len, end_labels
+    cdef vector[char] end_state_seen, end_cond_seen
+    cdef vector[int32_t] end_state_list, end_cond_list
+    # walk stacks
+    cdef vector[Item] items
+    cdef vector[Frame] frames
+    cdef vector[int32_t] subs, bounds, scratch, out_pairs, kept, after
+    cdef vector[int64_t] leaf_keys
+    cdef vector[vector[int32_t]] leaf_runs
+    # byte groups: bytes every branch steps alike (group_ptr/group_bytes, in order of smallest byte)
+    cdef vector[int32_t] group_of, group_ptr, group_bytes
+    # native branch model (dense lexer arrays)
+    cdef GmSeqSet branches  # branch id -> (lex, conds...)
+    cdef const int32_t[:, ::1] trans, cond_trans, reps
+    cdef const int64_t[::1] ev_ptr
+    cdef const int32_t[::1] ev_term, ev_cond
+    cdef const uint64_t[:, ::1] futures
+    cdef vector[char] satisfiable, ignored_t, alive
+    cdef vector[int32_t] label_of
+    cdef vector[uint64_t] relevant
+    cdef int32_t initial, stable_from
 
-    def __init__(self, b):
+    def __init__(self, b, Dag dag, trie, subtree_bytes, heights, long max_height, groups, *,
+                 dense=None, classes=None):
         self.b = b
-        self.dag = b.dag
-        self.node_internal = b.node_internal
-        self.child_ptr = b.child_ptr
-        self.child_byte = b.child_byte
-        self.child_node = b.child_node
-        self.cfgs = b._cfgs
-        self.cfg_steps = b._cfg_steps
-        self.end_conds = b.end_conds
-        self.end_states = b.end_states
-        self.open_labels = b._open_labels
-        self.sub_lo = b.sub_lo
-        self.sub_hi = b.sub_hi
-        self.sub_bytes = b.subtree_bytes
-        self.heights = b.heights  # None: branches are keyed as they are
-        self.canon = b._canon
-        self.neutral = b._neutral
-        self.max_height = b.max_height
+        self.dag = dag
+        self.child_ptr = np.ascontiguousarray(trie.child_ptr, dtype=np.int32)
+        self.child_node = np.ascontiguousarray(trie.child_node, dtype=np.int32)
+        self.child_byte = np.ascontiguousarray(trie.child_byte, dtype=np.uint8)
+        self.node_internal = np.ascontiguousarray(trie.node_internal, dtype=np.int32)
+        self.sub_lo = np.ascontiguousarray(trie.node_subtree_lo, dtype=np.int32)
+        self.sub_hi = np.ascontiguousarray(trie.node_subtree_hi, dtype=np.int32)
+        self.sub_bytes = subtree_bytes
+        self.classes = heights is not None
+        self.heights = np.ascontiguousarray(heights if heights is not None else [0], dtype=np.int32)
+        self.nn = self.child_ptr.shape[0] - 1
+        self.max_height = max_height
+        self.steps = 0
+        self.max_steps = b.max_walk_steps
+        self.group_of.assign(256, -1)
+        self.group_ptr.push_back(0)
+        for g in groups:
+            for x in g:
+                self.group_of[<int>x] = <int32_t>(self.group_ptr.size() - 1)
+                self.group_bytes.push_back(<int32_t>x)
+            self.group_ptr.push_back(<int32_t>self.group_bytes.size())
+        self.native = dense is not None
+        if self.native:
+            self._init_native(dense, classes)
 
-    cdef long canonical(self, long cid, long node) except? -2:
-        """``b.canonical(cid, height of node)`` with the memo lookup inlined."""
-        if self.heights is None:
+    def _init_native(self, lexer, classes):
+        """Read the dense lexer's arrays (and the classes' representatives per level)."""
+        dfa = lexer.dfa
+        self.trans = np.ascontiguousarray(dfa.trans, dtype=np.int32)
+        self.cond_trans = np.ascontiguousarray(dfa.cond_trans, dtype=np.int32).reshape(-1, 256)
+        self.ev_ptr = np.ascontiguousarray(dfa.ev_ptr, dtype=np.int64)
+        self.ev_term = np.ascontiguousarray(dfa.ev_term, dtype=np.int32)
+        self.ev_cond = np.ascontiguousarray(dfa.ev_cond, dtype=np.int32)
+        self.futures = np.ascontiguousarray(dfa.futures, dtype=np.uint64).reshape(dfa.trans.shape[0], -1)
+        self.initial = lexer.initial
+        n_conds = int(self.cond_trans.shape[0])
+        cdef char sat  # (a conditional expression handed to push_back miscompiles in Cython 3.3)
+        for c in range(n_conds):
+            sat = 0
+            if lexer.cond_satisfiable(c):
+                sat = 1
+            self.satisfiable.push_back(sat)
+        n_terms = len(lexer.terminal_names)
+        n_words = int(self.futures.shape[1])
+        self.label_of.assign(n_terms, -1)
+        self.ignored_t.assign(n_terms, 0)
+        self.relevant.assign(max(n_words, 1), 0)
+        for t, lab in self.b.label_of.items():
+            self.label_of[<int>t] = <int32_t>lab
+            self.relevant[<int>t >> 6] |= (<uint64_t>1) << (<int>t & 63)
+        for t in self.b.ignored:
+            self.ignored_t[<int>t] = 1
+            self.relevant[<int>t >> 6] |= (<uint64_t>1) << (<int>t & 63)
+        self.alive.assign(self.trans.shape[0], -1)
+        if classes is not None:
+            levels = [np.asarray(classes.level(h), dtype=np.int32) for h in range(classes.n_levels)]
+            self.reps = np.ascontiguousarray(np.stack(levels), dtype=np.int32)
+            self.stable_from = classes.stable_from
+        else:
+            self.reps = np.zeros((1, 1), dtype=np.int32)
+            self.stable_from = 0
+
+    def memo_size(self) -> int:
+        return self.memo.size()
+
+    def clear_memo(self) -> None:
+        self.memo.clear()
+
+    def end_states(self, Py_ssize_t start=0) -> list:
+        """Lexer states some token ended in (mid-lexeme), in order of first sight, from the
+        ``start``-th on (a caller polling after each root asks only for the new ones)."""
+        return [self.end_state_list[i] for i in range(start, self.end_state_list.size())]
+
+    def end_conds(self) -> list:
+        """Conditions still pending at the end of some token, in order of first sight."""
+        return [self.end_cond_list[i] for i in range(self.end_cond_list.size())]
+
+    # ------------------------------------------------------------------ native branch model
+    cdef int32_t branch_id(self, int32_t lex, vector[int32_t]& conds) except -2:
+        """Intern the branch ``(lex, conds)`` (``conds`` sorted, distinct)."""
+        cdef uint64_t h
+        cdef int32_t cid
+        self.scratch.clear()
+        self.scratch.push_back(lex)
+        self.scratch.insert(self.scratch.end(), conds.begin(), conds.end())
+        h = GmSeqSet.hash(self.scratch.data(), self.scratch.size())
+        cid = self.branches.find(self.scratch.data(), self.scratch.size(), h)
+        if cid < 0:
+            cid = self.branches.insert(self.scratch.data(), self.scratch.size(), h)
+        return cid
+
+    cdef bint lane_alive(self, int32_t q) noexcept:
+        """Whether a lane in lexer state ``q`` can still report an ignored or labelled terminal."""
+        cdef size_t w
+        cdef char a = self.alive[q]
+        if a < 0:
+            a = 0
+            for w in range(self.relevant.size()):
+                if self.futures[q, w] & self.relevant[w]:
+                    a = 1
+                    break
+            self.alive[q] = a
+        return a == 1
+
+    cdef int32_t native_step(self, int32_t cid, int byte) except -2:
+        """The recognizer's step of branch ``cid`` over ``byte`` (``terminal_dwa._Builder._step``):
+        pending conditions stepped (FALSE kills the branch, TRUE is dropped), the lexer stepped
+        from the branch's state (``initial`` at a boundary), the lane kept while it can still
+        match, and each satisfiable event restarting at a boundary with its condition added —
+        unlabelled when the terminal is ignored, labelled when it is used (both when both)."""
+        cdef int64_t p0 = self.branches.ptr[cid], p1 = self.branches.ptr[cid + 1]
+        cdef int32_t lex = self.branches.data[p0], q, q2, c2, term, cond, lab, bid, base_id = -1
+        cdef int64_t k, e0, e1
+        cdef size_t i, j
+        cdef bint dead = False
+        self.kept.clear()
+        self.out_pairs.clear()
+        for k in range(p0 + 1, p1):
+            c2 = self.cond_trans[self.branches.data[k], byte]
+            if c2 == 1:  # FALSE
+                dead = True
+                break
+            if c2 != 0:
+                self.kept.push_back(c2)
+        if not dead:
+            _sort_unique(self.kept)
+            q = self.initial if lex == -2 else lex
+            q2 = self.trans[q, byte]
+            if q2 >= 0 and self.lane_alive(q2):
+                _push_pair(self.out_pairs, -1, self.branch_id(q2, self.kept))
+            e0 = self.ev_ptr[<int64_t>q * 256 + byte]
+            e1 = self.ev_ptr[<int64_t>q * 256 + byte + 1]
+            for k in range(e0, e1):
+                term = self.ev_term[k]
+                cond = self.ev_cond[k]
+                if cond == 1 or (cond != 0 and not self.satisfiable[cond]):
+                    continue
+                if cond == 0:
+                    if base_id < 0:
+                        base_id = self.branch_id(-2, self.kept)
+                    bid = base_id
+                else:
+                    self.after.assign(self.kept.begin(), self.kept.end())
+                    self.after.push_back(cond)
+                    _sort_unique(self.after)
+                    bid = self.branch_id(-2, self.after)
+                if self.ignored_t[term]:
+                    _push_pair(self.out_pairs, -1, bid)
+                lab = self.label_of[term]
+                if lab >= 0:
+                    _push_pair(self.out_pairs, lab, bid)
+        return self.intern_result(self.out_pairs)
+
+    cdef int32_t intern_result(self, vector[int32_t]& pairs) except -2:
+        cdef uint64_t h = GmSeqSet.hash(pairs.data(), pairs.size())
+        cdef int32_t r = self.results.find(pairs.data(), pairs.size(), h)
+        if r < 0:
+            r = self.results.insert(pairs.data(), pairs.size(), h)
+        return r
+
+    cdef inline bint result_empty(self, int32_t r) noexcept:
+        return self.results.ptr[r + 1] == self.results.ptr[r]
+
+    cdef int32_t native_canonical(self, int32_t cid, int32_t h) except -2:
+        """The branch keying ``cid``'s walk below a node of height ``h``: the lexer state replaced
+        by its class representative, the pending conditions kept."""
+        cdef int64_t p0 = self.branches.ptr[cid], p1 = self.branches.ptr[cid + 1]
+        cdef int32_t lex = self.branches.data[p0], r
+        cdef vector[int32_t] conds
+        if lex < 0:
             return cid
-        cdef long h = self.heights[node]
-        hit = self.canon.get(cid * self.max_height + h)
-        if hit is None:
-            return self.b.canonical(cid, h)
-        return hit
+        r = self.reps[min(h, self.stable_from), lex]
+        if r == lex:
+            return cid
+        conds.assign(&self.branches.data[0] + p0 + 1, &self.branches.data[0] + p1)
+        return self.branch_id(r, conds)
 
-    cdef long own(self, long node, long cid) except? -2:
-        cdef long tok = self.node_internal[node]
-        if tok < 0:
+    cdef int32_t native_loop(self, int32_t cid, int32_t node, int64_t key) except -2:
+        """``terminal_dwa._Builder.neutral_bytes`` on the native model: the largest set of bytes
+        whose (class-normalized) step result keeps ``cid`` in place, provided every other branch
+        of that result dies on each of them; stored as 4 words at the returned index."""
+        cdef int32_t h = -1, lower = 0, home, r, g, lab, c2, best = -1
+        cdef size_t gi, m, k, bi
+        cdef vector[int32_t] raw_ids        # distinct raw results, in order of first appearance
+        cdef vector[vector[int32_t]] raw_bytes
+        cdef vector[vector[int32_t]] norms  # distinct normalized results keeping cid home
+        cdef vector[vector[int32_t]] norm_bytes
+        cdef vector[int32_t] norm
+        cdef uint64_t words[4]
+        cdef bint ok, has_home
+        cdef int32_t li
+        if self.classes:
+            h = self.heights[node]
+            lower = h - 1 if h > 0 else 0
+            home = self.canonical_h(cid, lower)
+        else:
+            home = cid
+        for gi in range(self.group_ptr.size() - 1):
+            r = self.step(cid, self.group_bytes[self.group_ptr[gi]])
+            for m in range(raw_ids.size()):
+                if raw_ids[m] == r:
+                    break
+            else:
+                m = raw_ids.size()
+                raw_ids.push_back(r)
+                raw_bytes.push_back(vector[int32_t]())
+            for k in range(self.group_ptr[gi], self.group_ptr[gi + 1]):
+                raw_bytes[m].push_back(self.group_bytes[k])
+        for m in range(raw_ids.size()):
+            r = raw_ids[m]
+            norm.clear()
+            has_home = False
+            k = self.results.ptr[r]
+            while k < <size_t>self.results.ptr[r + 1]:
+                lab = self.results.data[k]
+                c2 = self.results.data[k + 1]
+                if self.classes:
+                    c2 = self.canonical_h(c2, lower)
+                norm.push_back(lab)
+                norm.push_back(c2)
+                if lab == -1 and c2 == home:
+                    has_home = True
+                k += 2
+            if not has_home:
+                continue
+            for bi in range(norms.size()):
+                if norms[bi] == norm:
+                    break
+            else:
+                bi = norms.size()
+                norms.push_back(norm)
+                norm_bytes.push_back(vector[int32_t]())
+            norm_bytes[bi].insert(norm_bytes[bi].end(), raw_bytes[m].begin(), raw_bytes[m].end())
+        words[0] = words[1] = words[2] = words[3] = 0
+        for bi in range(norms.size()):
+            if best < 0 or norm_bytes[bi].size() > norm_bytes[best].size():
+                best = <int32_t>bi
+        if best >= 0:
+            ok = True
+            k = 0
+            while ok and k < norms[best].size():
+                lab = norms[best][k]
+                c2 = norms[best][k + 1]
+                k += 2
+                if lab == -1 and c2 == home:
+                    continue
+                self.ensure_cid(c2)
+                for bi in range(norm_bytes[best].size()):
+                    if not self.result_empty(self.step(c2, norm_bytes[best][bi])):
+                        ok = False
+                        break
+            if ok:
+                for bi in range(norm_bytes[best].size()):
+                    g = norm_bytes[best][bi]
+                    words[g >> 6] |= (<uint64_t>1) << (g & 63)
+        li = <int32_t>(self.loop_words.size() // 4)
+        for k in range(4):
+            self.loop_words.push_back(words[k])
+        self.loop_index.put(key, li)
+        return li
+
+    # ------------------------------------------------------------------ cache fills
+    cdef int ensure_cid(self, int32_t cid) except -1:
+        cdef size_t need = (<size_t>cid + 1) * 256
+        cdef size_t n
+        if self.rows.size() < need:
+            n = self.rows.size() * 2
+            self.rows.resize(need if need > n else n, -1)
+        if self.end_kind.size() <= <size_t>cid:
+            n = self.end_kind.size() * 2
+            if n < <size_t>cid + 1:
+                n = <size_t>cid + 1
+            self.end_kind.resize(n, -3)
+            self.end_ptr.resize(n, 0)
+            self.end_len.resize(n, 0)
+        return 0
+
+    cdef int32_t step(self, int32_t cid, int byte) except -2:
+        """The step result id of branch ``cid`` over ``byte`` (filled for the byte's whole group)."""
+        cdef int32_t r, g
+        cdef size_t k
+        self.ensure_cid(cid)
+        r = self.rows[<size_t>cid * 256 + byte]
+        if r >= 0:
+            return r
+        if self.native:
+            r = self.native_step(cid, byte)
+        else:
+            self.out_pairs.clear()
+            for lab, c2 in self.b._step(cid, byte):
+                _push_pair(self.out_pairs, -1 if lab is None else <int32_t>lab, <int32_t>c2)
+            r = self.intern_result(self.out_pairs)
+        g = self.group_of[byte]
+        for k in range(self.group_ptr[g], self.group_ptr[g + 1]):
+            self.rows[<size_t>cid * 256 + self.group_bytes[k]] = r
+        return r
+
+    cdef int32_t loop_of(self, int32_t cid, int32_t node) except -2:
+        """Index (into ``loop_words``, 4 words each) of ``cid``'s looping bytes at ``node``."""
+        cdef int64_t key = cid
+        cdef int32_t li
+        if self.classes:
+            key = cid * self.max_height + self.heights[node]
+        li = self.loop_index.get(key)
+        if li >= 0:
+            return li
+        if self.native:
+            return self.native_loop(cid, node, key)
+        words, _res = self.b.neutral_bytes(cid, node)
+        li = <int32_t>(self.loop_words.size() // 4)
+        for x in words:
+            self.loop_words.push_back(<uint64_t>x)
+        self.loop_index.put(key, li)
+        return li
+
+    cdef int32_t canonical_h(self, int32_t cid, int32_t h) except -2:
+        cdef int64_t key
+        cdef int32_t r
+        if not self.classes:
+            return cid
+        key = cid * self.max_height + h
+        r = self.canon.get(key)
+        if r < 0:
+            if self.native:
+                r = self.native_canonical(cid, h)
+            else:
+                r = <int32_t>self.b.canonical(cid, h)
+            self.canon.put(key, r)
+        return r
+
+    cdef inline int32_t canonical(self, int32_t cid, int32_t node) except -2:
+        if not self.classes:
+            return cid
+        return self.canonical_h(cid, self.heights[node])
+
+    cdef int end_info(self, int32_t cid) except -1:
+        """Fill the end labels of ``cid`` (the first time it ends a token) and record its
+        pending conditions and its lexer state."""
+        cdef int32_t lex, kind = 0, t, lab
+        cdef int64_t k, p0, p1
+        cdef size_t w
+        cdef uint64_t word
+        cdef vector[int32_t] conds, labels
+        if self.native:
+            p0 = self.branches.ptr[cid]
+            p1 = self.branches.ptr[cid + 1]
+            lex = self.branches.data[p0]
+            for k in range(p0 + 1, p1):
+                conds.push_back(self.branches.data[k])
+        else:
+            lex_o, conds_o = self.b._cfgs[cid]
+            lex = lex_o
+            for c in conds_o:
+                conds.push_back(<int32_t>c)
+        for w in range(conds.size()):
+            _record(self.end_cond_seen, self.end_cond_list, conds[w])
+        if lex == -2:
+            self.end_kind[cid] = -2
+            return 0
+        _record(self.end_state_seen, self.end_state_list, lex)
+        if self.native:
+            for w in range(<size_t>self.futures.shape[1]):
+                word = self.futures[lex, w]
+                while word:
+                    t = <int32_t>(w * 64 + _ctz(word))
+                    word &= word - 1
+                    if self.ignored_t[t]:
+                        kind = 1
+                    lab = self.label_of[t]
+                    if lab >= 0:
+                        labels.push_back(lab)
+            _sort_unique(labels)
+        else:
+            for t_o in self.b.open_labels(lex):
+                if t_o == -1:  # CLOSED
+                    kind = 1
+                else:
+                    labels.push_back(<int32_t>t_o)
+        self.end_kind[cid] = kind
+        self.end_ptr[cid] = <int32_t>self.end_labels.size()
+        self.end_labels.insert(self.end_labels.end(), labels.begin(), labels.end())
+        self.end_len[cid] = <int32_t>labels.size()
+        return 0
+
+    # ------------------------------------------------------------------ outcomes
+    cdef int32_t own_tokens(self, int32_t* bnd, int32_t blen, int32_t cid) except -2:
+        """The DAG node of the outcome of the tokens ``bnd`` (flat sorted intervals) all ending
+        in branch ``cid``: one node for all of them, as their union would be."""
+        cdef int32_t w, k, final = -1
+        cdef vector[int32_t] opens, no_edges
+        self.ensure_cid(cid)
+        if self.end_kind[cid] == -3:
+            self.end_info(cid)
+        w = self.dag.weight_at(bnd, blen)
+        if self.end_kind[cid] == -2:
+            return self.dag.node(w, opens, no_edges)
+        for k in range(self.end_len[cid]):
+            opens.push_back(self.end_labels[self.end_ptr[cid] + k])
+            opens.push_back(w)
+        if self.end_kind[cid] == 1:
+            final = w
+        return self.dag.node(final, opens, no_edges)
+
+    cdef int32_t own(self, int32_t node, int32_t cid) except -2:
+        cdef int32_t tok[2]
+        tok[0] = self.node_internal[node]
+        if tok[0] < 0:
             return -1
-        return self.own_tokens((tok, tok + 1), cid)
+        tok[1] = tok[0] + 1
+        return self.own_tokens(tok, 2, cid)
 
-    cdef long own_tokens(self, tuple bounds, long cid) except? -2:
-        """The DAG node of the outcome of the tokens ``bounds`` (flat sorted intervals) all
-        ending in branch ``cid``: one node for all of them, as their union would be."""
-        cdef long w, final
-        lex, conds = self.cfgs[cid]
-        if conds:
-            self.end_conds.update(conds)
-        w = self.dag._weight(bounds)
-        if lex == -2:  # BOUNDARY
-            return self.dag._node(w, (), ())
-        self.end_states.add(lex)
-        labels = self.open_labels.get(lex)
-        if labels is None:
-            labels = self.b.open_labels(lex)
-        final = w if labels[0] == -1 else -1  # CLOSED
-        return self.dag._node(final, tuple([(t, w) for t in labels if t != -1]), ())
-
-    cdef list items(self, long node, long cid):
-        """The children of ``node`` stepped from branch ``cid``, as ``(child, label, branch, n)``.
-        Leaf children (a token and nothing below) that reach the same ``(label, branch)`` are
-        collapsed into one item ``(bounds, label, branch, n)``: their outcomes differ only by the
-        token, so one DAG node with all their tokens (``bounds``, flat intervals) is their union.
-        ``n`` counts the (trie node, branch) pairs an item stands for (walk budget)."""
-        cdef list items = []
-        cdef list row = self.cfg_steps[cid]
-        cdef list child_ptr = self.child_ptr
-        cdef Py_ssize_t j
-        cdef long byte, c, tok
-        cdef dict leaves = None
-        cdef list run
-        cdef long lo, hi
-        cdef uint64_t n0, n1, n2, n3
+    cdef int push_items(self, int32_t node, int32_t cid) except -1:
+        """Append the children of ``node`` stepped from ``cid`` to ``items``. Leaf children (a
+        token and nothing below) — and subtrees spelled only with looping bytes, whose every
+        token ends in the same branches — that reach the same ``(label, branch)`` collapse into
+        one item holding all their tokens as intervals: one DAG node for all of them."""
+        cdef int32_t li, j, c, r, k, lo, hi, lab, cid2, slot, n
+        cdef int byte
+        cdef uint64_t* lw
         cdef bint whole
-        nkey = cid if self.heights is None else cid * self.max_height + <long>self.heights[node]
-        hit = self.neutral.get(nkey)
-        if hit is None:
-            hit = self.b.neutral_bytes(cid, node)
-        nw, loop_res = hit
-        n0, n1, n2, n3 = nw[0], nw[1], nw[2], nw[3]
-        for j in range(<long>child_ptr[node], <long>child_ptr[node + 1]):
+        cdef int64_t lkey
+        cdef Item it
+        cdef size_t slot_i
+        cdef vector[int32_t]* run
+        self.ensure_cid(cid)
+        li = self.loop_of(cid, node)
+        if self.leaf_keys.size() > _LINEAR_KEYS:
+            self.leaf_slot.clear()
+        self.leaf_keys.clear()
+        for j in range(self.child_ptr[node], self.child_ptr[node + 1]):
             c = self.child_node[j]
             byte = self.child_byte[j]
-            res = row[byte]
-            if res is None:
-                res = self.b._step(cid, byte)
-            whole = <long>child_ptr[c] == <long>child_ptr[c + 1]  # a leaf: always a token
+            r = self.step(cid, byte)
+            lw = &self.loop_words[<size_t>li * 4]
+            whole = self.child_ptr[c] == self.child_ptr[c + 1]
             if whole:
                 lo = self.node_internal[c]
                 hi = lo + 1
-            elif ((n0 >> byte) & 1 if byte < 64 else (n1 >> (byte - 64)) & 1 if byte < 128
-                  else (n2 >> (byte - 128)) & 1 if byte < 192 else (n3 >> (byte - 192)) & 1) \
-                    and (self.sub_bytes[c, 0] & ~n0) == 0 and (self.sub_bytes[c, 1] & ~n1) == 0 \
-                    and (self.sub_bytes[c, 2] & ~n2) == 0 and (self.sub_bytes[c, 3] & ~n3) == 0:
-                # every byte below loops (res is the loop result): each token of the subtree ends
-                # in the branch itself and in each exit of the loop
+            elif ((lw[byte >> 6] >> (byte & 63)) & 1) \
+                    and (self.sub_bytes[c, 0] & ~lw[0]) == 0 and (self.sub_bytes[c, 1] & ~lw[1]) == 0 \
+                    and (self.sub_bytes[c, 2] & ~lw[2]) == 0 and (self.sub_bytes[c, 3] & ~lw[3]) == 0:
                 whole = True
                 lo = self.sub_lo[c]
                 hi = self.sub_hi[c]
-            if whole:
-                if leaves is None:
-                    leaves = {}
-                for lab_cid in res:
-                    run = leaves.get(lab_cid)
-                    if run is None:
-                        leaves[lab_cid] = [lo, hi, 1]
-                    else:
-                        run[len(run) - 1] += 1
-                        if run[len(run) - 2] == lo:
-                            run[len(run) - 2] = hi
-                        else:
-                            run.insert(len(run) - 1, lo)
-                            run.insert(len(run) - 1, hi)
-            else:
-                for lab, cid2 in res:
-                    items.append((c, lab, self.canonical(cid2, c), 1))
-        if leaves is not None:
-            for (lab, cid2), run in leaves.items():
-                items.append((tuple(run[:len(run) - 1]), lab, cid2, run[len(run) - 1]))
-        return items
-
-
-def walk(b, long node0, long cid0):
-    """The memoized trie walk of ``_Builder.walk`` (``b`` is the builder): the DAG node (-1:
-    nothing) of the tokens of ``node0``'s subtree scanned from branch ``cid0``. A frame collects
-    its own outcome and every child's (label-prefixed) result, and unions them all at once."""
-    cdef dict memo = b._memo
-    cdef long nn = b._nn
-    cdef Dag dag = b.dag
-    cdef long max_steps = b.max_walk_steps
-    cdef long steps = b.walk_steps
-    cdef long key, acc, sub, cnode, cid2, res
-    cdef Py_ssize_t i, n_items
-    cdef list stack, fr, items, parent, subs
-    cdef _Walk wk = _Walk(b)
-    key = cid0 * nn + node0
-    hit = memo.get(key)
-    if hit is not None:
-        return hit
-    stack = [[key, [wk.own(node0, cid0)], wk.items(node0, cid0), 0]]
-    res = -1
-    try:
-        while stack:
-            fr = stack[len(stack) - 1]
-            items = fr[2]
-            i = fr[3]
-            n_items = len(items)
-            subs = fr[1]
-            pushed = False
-            while i < n_items:
-                target, lab, cid2, n_pairs = items[i]
-                steps += n_pairs
-                if steps > max_steps:
-                    raise GrammarTooComplex(
-                        f"terminal DWA (trie walk): more than {max_steps} (trie node, "
-                        "branch) pairs (limit max_walk_steps)")
-                if (steps & 1023) < n_pairs:
-                    b._check_time("trie walk")
-                if type(target) is tuple:  # leaves collapsed into one item
-                    sub = wk.own_tokens(target, cid2)
+            k = <int32_t>self.results.ptr[r]
+            while k < self.results.ptr[r + 1]:
+                lab = self.results.data[k]
+                cid2 = self.results.data[k + 1]
+                k += 2
+                if not whole:
+                    it.child = c
+                    it.lab = lab
+                    it.cid = self.canonical(cid2, c)
+                    it.n_pairs = 1
+                    it.b_off = 0
+                    it.b_len = 0
+                    self.items.push_back(it)
+                    continue
+                lkey = (<int64_t>(lab + 1)) << 32 | cid2
+                slot = -1
+                if self.leaf_keys.size() <= _LINEAR_KEYS:
+                    for slot_i in range(self.leaf_keys.size()):
+                        if self.leaf_keys[slot_i] == lkey:
+                            slot = <int32_t>slot_i
+                            break
                 else:
-                    cnode = target
-                    key = cid2 * nn + cnode
-                    hit = memo.get(key)
-                    if hit is None:
-                        fr[3] = i
-                        stack.append([key, [wk.own(cnode, cid2)], wk.items(cnode, cid2), 0])
+                    slot = self.leaf_slot.get(lkey)
+                if slot < 0:
+                    slot = <int32_t>self.leaf_keys.size()
+                    self.leaf_keys.push_back(lkey)
+                    if self.leaf_keys.size() == _LINEAR_KEYS + 1:
+                        for slot_i in range(self.leaf_keys.size()):
+                            self.leaf_slot.put(self.leaf_keys[slot_i], <int32_t>slot_i)
+                    elif self.leaf_keys.size() > _LINEAR_KEYS + 1:
+                        self.leaf_slot.put(lkey, slot)
+                    if self.leaf_runs.size() <= <size_t>slot:
+                        self.leaf_runs.resize(slot + 1)
+                    self.leaf_runs[slot].clear()
+                    self.leaf_runs[slot].push_back(lo)
+                    self.leaf_runs[slot].push_back(hi)
+                    self.leaf_runs[slot].push_back(1)
+                else:
+                    run = &self.leaf_runs[slot]
+                    run[0][run.size() - 1] += 1
+                    if run[0][run.size() - 2] == lo:
+                        run[0][run.size() - 2] = hi
+                    else:
+                        n = run[0][run.size() - 1]
+                        run[0][run.size() - 1] = lo
+                        run.push_back(hi)
+                        run.push_back(n)
+        for slot_i in range(self.leaf_keys.size()):
+            run = &self.leaf_runs[slot_i]
+            it.child = -1
+            it.lab = <int32_t>(self.leaf_keys[slot_i] >> 32) - 1
+            it.cid = <int32_t>(self.leaf_keys[slot_i] & 0xffffffff)
+            it.n_pairs = run[0][run.size() - 1]
+            it.b_off = <int32_t>self.bounds.size()
+            it.b_len = <int32_t>run.size() - 1
+            for k in range(it.b_len):
+                self.bounds.push_back(run[0][k])
+            self.items.push_back(it)
+        return 0
+
+    cdef int push_frame(self, int64_t key, int32_t node, int32_t cid) except -1:
+        cdef Frame fr
+        cdef int32_t own
+        fr.key = key
+        fr.subs_begin = <int32_t>self.subs.size()
+        own = self.own(node, cid)
+        self.subs.push_back(own)
+        fr.items_begin = <int32_t>self.items.size()
+        fr.bounds_begin = <int32_t>self.bounds.size()
+        self.push_items(node, cid)
+        fr.items_end = <int32_t>self.items.size()
+        fr.idx = fr.items_begin
+        self.frames.push_back(fr)
+        return 0
+
+    def walk_from(self, long lex, conds) -> int:
+        """The DAG node of every token scanned from branch ``(lex, conds)`` (a boundary root:
+        ``lex`` = -2 at a lexeme start), keyed by its class at the trie root's height."""
+        cdef vector[int32_t] cv
+        cdef int32_t cid
+        if self.native:
+            for c in sorted(set(conds)):
+                cv.push_back(<int32_t>c)
+            cid = self.branch_id(<int32_t>lex, cv)
+        else:
+            cid = <int32_t>self.b._cfg_id((lex, tuple(conds)))
+        cid = self.canonical(cid, 0)
+        return self.walk(0, cid)
+
+    cdef int32_t walk(self, int32_t node0, int32_t cid0) except -2:
+        """The DAG node (-1: nothing) of the tokens of ``node0``'s subtree scanned from branch
+        ``cid0``. A frame collects its own outcome and every child's (label-prefixed) result,
+        and unions them all at once."""
+        cdef int64_t key = cid0 * self.nn + node0
+        cdef int32_t sub, acc, res = -1
+        cdef Frame* fr
+        cdef Item it
+        cdef bint pushed
+        if self.memo_has(key):
+            return self.memo_value(key)
+        self.items.clear()
+        self.subs.clear()
+        self.bounds.clear()
+        self.frames.clear()
+        self.push_frame(key, node0, cid0)
+        while self.frames.size():
+            fr = &self.frames.back()
+            pushed = False
+            while fr.idx < fr.items_end:
+                it = self.items[fr.idx]
+                self.steps += it.n_pairs
+                if self.steps > self.max_steps:
+                    raise GrammarTooComplex(
+                        f"terminal DWA (trie walk): more than {self.max_steps} (trie node, "
+                        "branch) pairs (limit max_walk_steps)")
+                if (self.steps & 1023) < it.n_pairs:
+                    self.b._check_time("trie walk")
+                if it.child < 0:
+                    sub = self.own_tokens(&self.bounds[it.b_off], it.b_len, it.cid)
+                else:
+                    key = it.cid * self.nn + it.child
+                    if not self.memo_has(key):
+                        self.push_frame(key, it.child, it.cid)
                         pushed = True
                         break
-                    sub = hit
-                if lab is not None:
-                    sub = dag._prefix_(lab, sub)
+                    sub = self.memo_value(key)
+                sub = self.dag.prefix(it.lab, sub)
                 if sub >= 0:
-                    subs.append(sub)
-                i += 1
+                    self.subs.push_back(sub)
+                fr.idx += 1
             if pushed:
                 continue
-            stack.pop()
-            acc = dag._union_all_(subs)
-            memo[fr[0]] = acc
-            if stack:
-                parent = stack[len(stack) - 1]
-                lab = parent[2][parent[3]][1]
-                if lab is not None:
-                    acc = dag._prefix_(lab, acc)
+            acc = self.dag.union_all(self.subs, fr.subs_begin)
+            self.memo_store(fr.key, acc)
+            self.subs.resize(fr.subs_begin)
+            self.bounds.resize(fr.bounds_begin)
+            self.items.resize(fr.items_begin)
+            self.frames.pop_back()
+            if self.frames.size():
+                fr = &self.frames.back()
+                it = self.items[fr.idx]
+                acc = self.dag.prefix(it.lab, acc)
                 if acc >= 0:
-                    parent[1].append(acc)
-                parent[3] += 1
+                    self.subs.push_back(acc)
+                fr.idx += 1
             else:
                 res = acc
-    finally:
-        b.walk_steps = steps
-    return res
+        return res
+
+    # The memo stores node + 1 (0: the walk denoted nothing), so that -1 means "absent".
+    cdef inline bint memo_has(self, int64_t key) noexcept:
+        return self.memo.get(key) >= 0
+
+    cdef inline int32_t memo_value(self, int64_t key) noexcept:
+        return self.memo.get(key) - 1
+
+    cdef inline void memo_store(self, int64_t key, int32_t node) noexcept:
+        self.memo.put(key, node + 1)
+
+
+cdef inline void _push_pair(vector[int32_t]& pairs, int32_t lab, int32_t cid) noexcept:
+    """Append ``(lab, cid)`` unless already there (first occurrence kept, as ``dict.fromkeys``)."""
+    cdef size_t i = 0
+    while i < pairs.size():
+        if pairs[i] == lab and pairs[i + 1] == cid:
+            return
+        i += 2
+    pairs.push_back(lab)
+    pairs.push_back(cid)
+
+
+cdef void _sort_unique(vector[int32_t]& v) noexcept:
+    cdef size_t i, j
+    if v.size() < 2:
+        return
+    cpp_sort(v.begin(), v.end())
+    j = 0
+    for i in range(1, v.size()):
+        if v[i] != v[j]:
+            j += 1
+            v[j] = v[i]
+    v.resize(j + 1)
+
+
+cdef inline void _record(vector[char]& seen, vector[int32_t]& order, int32_t x) noexcept:
+    if <size_t>x >= seen.size():
+        seen.resize(<size_t>x + 1 if <size_t>x + 1 > 2 * seen.size() else 2 * seen.size(), 0)
+    if not seen[x]:
+        seen[x] = 1
+        order.push_back(x)
+
+
+cdef extern from *:
+    """
+    static inline int gm_ctz64(uint64_t x) { return __builtin_ctzll(x); }
+    """
+    int _ctz "gm_ctz64" (uint64_t x) noexcept nogil
+

@@ -68,7 +68,7 @@ import numpy as np
 from glrmask.budget import current_budget
 from glrmask.errors import GrammarTooComplex
 
-from glrmask_ext.tdwa_walk import Dag as _Dag, subtree_byte_sets as _subtree_byte_sets, walk as _walk
+from glrmask_ext.tdwa_walk import Dag as _Dag, Walker as _Walker, subtree_byte_sets as _subtree_byte_sets
 
 from .lexer_classes import BoundedClasses, byte_groups, event_keys, trie_heights
 
@@ -140,15 +140,20 @@ class TerminalDWA:
         max_weights: int = 1_000_000,
         max_walk_steps: int = 50_000_000,
         max_seconds: Optional[float] = None,
+        native: bool = True,
     ) -> "TerminalDWA":
         """Build the automaton for every boundary lexer state reachable from ``lexer.initial`` (and
         ``start_states``). ``ignored``: lexer terminal ids of ignored terminals; ``label_of``: lexer
         terminal id → LR terminal id (terminals absent from both can never be used and are
         dropped). Budgets raise :class:`GrammarTooComplex` naming the limit: boundary states,
-        interned DAG nodes (intermediate ones included), distinct weights, walk steps ((trie node, branch) pairs expanded), wall time."""
+        interned DAG nodes (intermediate ones included), distinct weights, walk steps ((trie node, branch) pairs expanded), wall time.
+
+        ``native``: over a dense lexer, step branches on its arrays in native code; ``False``
+        steps them with this module's Python description of the semantics (the two build the
+        same automaton; the Python one is the tests' oracle and serves lazy lexers)."""
         b = _Builder(lexer, trie, frozenset(ignored), dict(label_of), max_boundary_states=max_boundary_states,
                      max_nodes=max_nodes, max_weights=max_weights, max_walk_steps=max_walk_steps,
-                     max_seconds=max_seconds)
+                     max_seconds=max_seconds, native=native)
         # The build allocates millions of small, acyclic tuples that stay alive; the cyclic GC would
         # rescan them over and over (about two thirds of the build time), so pause it meanwhile.
         gc_was_enabled = gc.isenabled()
@@ -260,7 +265,7 @@ class _Builder:
 
     def __init__(self, lexer, trie, ignored: frozenset[int], label_of: dict[int, int], *,
                  max_boundary_states: int, max_nodes: int, max_weights: int, max_walk_steps: int,
-                 max_seconds: Optional[float]):
+                 max_seconds: Optional[float], native: bool = True):
         self.lexer = lexer
         self.trie = trie
         self.ignored = ignored
@@ -284,15 +289,12 @@ class _Builder:
         self._cfg_ids: dict[tuple[int, tuple[int, ...]], int] = {}  # branch -> id
         self._cfgs: list[tuple[int, tuple[int, ...]]] = []
         self._cfg_steps: list[list] = []  # per branch id: 256 cached step results (None: not yet)
-        self._nn = len(self.node_internal)
-        self._memo: dict[int, int] = {}  # branch id * n_trie_nodes + trie node -> DAG node
         self.dag = _Dag(max_nodes, max_weights)
         self._neutral: dict[int, tuple] = {}  # cid (cid * max_height + height with classes)
         self._by_result: dict[int, list[tuple[tuple, list[int]]]] = {}
         self.subtree_bytes = _subtree_byte_sets(trie.child_ptr, trie.child_byte, trie.child_node)
         self.end_conds: set[int] = set()
         self.end_states: set[int] = set()
-        self.walk_steps = 0
         # Lexer-state classes (lexer_classes): over a dense lexer, a branch at a trie node is
         # keyed by the representative of its lexer state's class among the states no token of
         # the node's subtree can tell apart — so the ~1024 states of a bounded string share
@@ -319,6 +321,9 @@ class _Builder:
             for b in g:
                 self._members[b] = g
         self.max_height = (self.heights[0] if self.heights else 0) + 1
+        dense = lexer if native and dfa is not None and hasattr(dfa, "trans") else None
+        self._walker = _Walker(self, self.dag, trie, self.subtree_bytes, self.heights, self.max_height,
+                               self._groups, dense=dense, classes=self.classes)
 
     # ---------------------------------------------------------------- budgets
     def _check_time(self, stage: str) -> None:
@@ -476,14 +481,13 @@ class _Builder:
             self._canon[key] = hit
         return hit
 
-    def walk(self, node0: int, cfg0) -> int:
-        """The DAG node (-1: nothing) denoting the outcomes of the tokens of ``node0``'s subtree,
-        scanning the bytes below ``node0`` from branch ``cfg0`` (memoized per (trie node, branch);
-        the loop is native: ``glrmask_ext.tdwa_walk.walk``)."""
-        cid = self._cfg_id(cfg0)
-        if self.heights is not None:
-            cid = self.canonical(cid, self.heights[node0])
-        return _walk(self, node0, cid)
+    def walk(self, cfg0: tuple[int, tuple[int, ...]]) -> int:
+        """The DAG node (-1: nothing) denoting the outcomes of every token scanned from branch
+        ``cfg0`` (memoized per (trie node, branch); the loop is native:
+        ``glrmask_ext.tdwa_walk.Walker``). Lexer states some token ends in join ``end_states``."""
+        res = self._walker.walk_from(*cfg0)
+        self.end_states.update(self._walker.end_states(len(self.end_states)))
+        return res
 
     # ---------------------------------------------------------------- condition seeds
     def fail_seed(self, cond: int) -> tuple[list[int], set[int]]:
@@ -553,7 +557,7 @@ class _Builder:
         while i < len(order):
             q = order[i]
             cfg = (_BOUNDARY, ()) if q == lexer.initial else (q, ())
-            roots.append(self.walk(0, cfg))
+            roots.append(self.walk(cfg))
             self._check_time("trie walk")
             if self.classes is not None:
                 i += 1
@@ -567,11 +571,12 @@ class _Builder:
                 order.append(end)
             i += 1
         t_walk = time.perf_counter() - self.t0
-        memo_entries = len(self._memo)
-        self._memo.clear()
+        memo_entries = self._walker.memo_size()
+        self._walker.clear_memo()
 
         # condition seeds, closed under "what the next tokens step a pending condition to"
         seeds: dict[int, int] = {}
+        self.end_conds.update(self._walker.end_conds())
         work = sorted(self.end_conds)
         while work:
             c = work.pop()
@@ -584,11 +589,11 @@ class _Builder:
         stats = {
             "boundary_states": len(order),
             "distinct_roots": len(set(roots)),
-            "walk_steps": self.walk_steps,
+            "walk_steps": self._walker.steps,
             "memo_entries": memo_entries,
             "walk_seconds": t_walk,
             "conds": len(seeds),
-            "interned_nodes": len(self.dag.node_list),
+            "interned_nodes": self.dag.n_nodes(),
         }
         dwa = _finish(self.dag, order, roots, seeds, stats, self.trie.n_internal)
         dwa.stats["build_seconds"] = time.perf_counter() - self.t0
@@ -606,67 +611,10 @@ def _all_bytes_are_tokens(trie) -> bool:
 
 def _finish(dag, order: list[int], roots: list[int], seeds: dict[int, int], stats: dict,
             n_tokens: int) -> TerminalDWA:
-    """Lay out the nodes reachable from the roots (``dag`` is the builder's DAG)."""
-    # nodes reachable from the roots, parents first (a child is always interned before its parent)
-    reach: set[int] = set()
-    stack = [r for r in roots if r >= 0]
-    while stack:
-        n = stack.pop()
-        if n in reach:
-            continue
-        reach.add(n)
-        stack.extend(c for _l, c in dag.node_list[n][2])
-    empty = None
-    if any(r < 0 for r in roots):  # a boundary state where every token dies: one empty node
-        empty = len(dag.node_list)
-        dag.node_list.append((-1, (), ()))
-        dag.support.append(-1)
-        reach.add(empty)
-    old_ids = sorted(reach, reverse=True)
-    new = {old: i for i, old in enumerate(old_ids)}
-    wmap: dict[int, int] = {}
-    wlist: list[Intervals] = []
-
-    def wid(w: int) -> int:
-        if w < 0:
-            return -1
-        r = wmap.get(w)
-        if r is None:
-            r = wmap[w] = len(wlist)
-            wlist.append(dag.weight_list[w])
-        return r
-
-    edge_ptr, edge_label, edge_target, edge_weight = [0], [], [], []
-    open_ptr, open_label, open_weight = [0], [], []
-    final_weight = []
-    for old in old_ids:
-        fw, ow, edges = dag.node_list[old]
-        final_weight.append(wid(fw))
-        for t, w in ow:
-            open_label.append(t)
-            open_weight.append(wid(w))
-        open_ptr.append(len(open_label))
-        for lab, c in edges:
-            edge_label.append(lab)
-            edge_weight.append(wid(dag.support[c]))
-            edge_target.append(new[c])
-        edge_ptr.append(len(edge_label))
-    conds = sorted(seeds)
-    fail = [wid(seeds[c]) for c in conds]
-    weight_ptr, bounds = [0], []
-    for ivs in wlist:
-        bounds.extend(ivs)
-        weight_ptr.append(len(bounds))
-    arrays = {
-        "boundary_states": order,
-        "roots": [new[r] if r >= 0 else new[empty] for r in roots],
-        "edge_ptr": edge_ptr, "edge_label": edge_label, "edge_target": edge_target,
-        "edge_weight": edge_weight, "final_weight": final_weight,
-        "open_ptr": open_ptr, "open_label": open_label, "open_weight": open_weight,
-        "weight_ptr": weight_ptr, "weight_bounds": bounds,
-        "cond_ids": conds, "fail_seed": fail,
-    }
-    arrays = {k: np.asarray(v, dtype=np.int32) for k, v in arrays.items()}
-    stats = dict(stats, nodes=len(old_ids), edges=len(edge_label), open_finals=len(open_label),
-                 weights=len(wlist))
+    """Lay out the nodes reachable from the roots (``dag`` is the builder's DAG; see
+    :meth:`glrmask_ext.tdwa_walk.Dag.layout` for the numbering)."""
+    arrays = dag.layout(roots, seeds, n_tokens)
+    arrays["boundary_states"] = np.asarray(order, dtype=np.int32)
+    stats = dict(stats, nodes=int(arrays["final_weight"].shape[0]), edges=int(arrays["edge_label"].shape[0]),
+                 open_finals=int(arrays["open_label"].shape[0]), weights=int(arrays["weight_ptr"].shape[0]) - 1)
     return TerminalDWA(arrays, n_tokens=n_tokens, stats=stats)
