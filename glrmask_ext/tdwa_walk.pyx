@@ -825,6 +825,50 @@ cdef class Walker:
         """Conditions still pending at the end of some token, in order of first sight."""
         return [self.end_cond_list[i] for i in range(self.end_cond_list.size())]
 
+    def fail_seed(self, int32_t cond):
+        """(Flat intervals of the tokens whose bytes, stepped from pending condition ``cond``,
+        reach FALSE; the conditions it is still pending as at the end of some token), on the dense
+        lexer's condition table: a depth-first walk of the trie in token order, a FALSE cutting
+        off the node's whole subtree, a TRUE the walk below it."""
+        cdef vector[int32_t] out, pending, stack  # stack: (node, cond) pairs
+        cdef vector[char] seen
+        cdef int32_t node, c, c2, lo, hi, j
+        if not self.native:
+            raise TypeError("fail_seed needs the native branch model")
+        j = self.child_ptr[1] - 1
+        while j >= self.child_ptr[0]:
+            stack.push_back(j)  # a trie edge: the child and its byte
+            stack.push_back(cond)
+            j -= 1
+        seen.assign(self.cond_trans.shape[0], 0)
+        while stack.size():
+            c = stack.back()
+            stack.pop_back()
+            j = stack.back()
+            stack.pop_back()
+            node = self.child_node[j]
+            c2 = self.cond_trans[c, self.child_byte[j]]
+            if c2 == 1:  # FALSE
+                lo = self.sub_lo[node]
+                hi = self.sub_hi[node]
+                if out.size() and out.back() == lo:
+                    out[out.size() - 1] = hi
+                else:
+                    out.push_back(lo)
+                    out.push_back(hi)
+                continue
+            if c2 == 0:  # TRUE
+                continue
+            if self.node_internal[node] >= 0 and not seen[c2]:
+                seen[c2] = 1
+                pending.push_back(c2)
+            j = self.child_ptr[node + 1] - 1
+            while j >= self.child_ptr[node]:
+                stack.push_back(j)
+                stack.push_back(c2)
+                j -= 1
+        return ([out[i] for i in range(out.size())], [pending[i] for i in range(pending.size())])
+
     # ------------------------------------------------------------------ native branch model
     cdef int32_t branch_id(self, int32_t lex, vector[int32_t]& conds) except -2:
         """Intern the branch ``(lex, conds)`` (``conds`` sorted, distinct)."""

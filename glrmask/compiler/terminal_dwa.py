@@ -68,9 +68,10 @@ import numpy as np
 from glrmask.budget import current_budget
 from glrmask.errors import GrammarTooComplex
 
-from glrmask_ext.tdwa_walk import Dag as _Dag, Walker as _Walker, subtree_byte_sets as _subtree_byte_sets
+from glrmask_ext.tdwa_walk import Dag as _Dag, Walker as _Walker
 
-from .lexer_classes import BoundedClasses, byte_groups, event_keys, trie_heights
+from .lexer_classes import BoundedClasses, byte_groups, event_keys
+from .trie_tables import trie_tables
 
 __all__ = ["CLOSED", "TerminalDWA", "terminal_labels"]
 
@@ -277,13 +278,7 @@ class _Builder:
         self.max_walk_steps = max_walk_steps
         self.max_seconds = max_seconds
         self.t0 = time.perf_counter()
-        # trie as Python lists (fast indexing in the walk)
-        self.child_ptr = trie.child_ptr.tolist()
-        self.child_byte = trie.child_byte.tolist()
-        self.child_node = trie.child_node.tolist()
-        self.node_internal = trie.node_internal.tolist()
-        self.sub_lo = trie.node_subtree_lo.tolist()
-        self.sub_hi = trie.node_subtree_hi.tolist()
+        tables = trie_tables(trie)
         self._alive: dict[int, bool] = {}
         self._open_labels: dict[int, tuple[int, ...]] = {}
         self._cfg_ids: dict[tuple[int, tuple[int, ...]], int] = {}  # branch -> id
@@ -292,7 +287,6 @@ class _Builder:
         self.dag = _Dag(max_nodes, max_weights)
         self._neutral: dict[int, tuple] = {}  # cid (cid * max_height + height with classes)
         self._by_result: dict[int, list[tuple[tuple, list[int]]]] = {}
-        self.subtree_bytes = _subtree_byte_sets(trie.child_ptr, trie.child_byte, trie.child_node)
         self.end_conds: set[int] = set()
         self.end_states: set[int] = set()
         # Lexer-state classes (lexer_classes): over a dense lexer, a branch at a trie node is
@@ -310,8 +304,8 @@ class _Builder:
         if dfa is not None and hasattr(dfa, "trans"):
             ev = event_keys(dfa)
             groups = byte_groups(dfa, ev)
-            if _all_bytes_are_tokens(trie):
-                self.heights = trie_heights(trie)
+            if tables.all_bytes:
+                self.heights = tables.height_list
                 self.classes = BoundedClasses(dfa, self.heights[0] if self.heights else 0, ev=ev)
         if not groups:
             groups = tuple((b,) for b in range(256))
@@ -321,9 +315,10 @@ class _Builder:
             for b in g:
                 self._members[b] = g
         self.max_height = (self.heights[0] if self.heights else 0) + 1
-        dense = lexer if native and dfa is not None and hasattr(dfa, "trans") else None
-        self._walker = _Walker(self, self.dag, trie, self.subtree_bytes, self.heights, self.max_height,
-                               self._groups, dense=dense, classes=self.classes)
+        self.native = native and dfa is not None and hasattr(dfa, "trans")
+        self._walker = _Walker(self, self.dag, trie, tables.subtree_bytes,
+                               tables.heights if self.heights is not None else None, self.max_height,
+                               self._groups, dense=lexer if self.native else None, classes=self.classes)
 
     # ---------------------------------------------------------------- budgets
     def _check_time(self, stage: str) -> None:
@@ -492,9 +487,15 @@ class _Builder:
     # ---------------------------------------------------------------- condition seeds
     def fail_seed(self, cond: int) -> tuple[list[int], set[int]]:
         """(intervals of tokens that drive ``cond`` to FALSE, conditions left pending at token ends)."""
+        if self.native:
+            ivs, pending = self._walker.fail_seed(cond)
+            return ivs, set(pending)
         lexer = self.lexer
         TRUE, FALSE = lexer.TRUE, lexer.FALSE
-        cp, cb, cn = self.child_ptr, self.child_byte, self.child_node
+        trie = self.trie
+        cp, cb, cn = trie.child_ptr.tolist(), trie.child_byte.tolist(), trie.child_node.tolist()
+        sub_lo, sub_hi, node_internal = (trie.node_subtree_lo.tolist(), trie.node_subtree_hi.tolist(),
+                                         trie.node_internal.tolist())
         out: list[int] = []
         pending: set[int] = set()
         stack = [(cn[j], cb[j], cond) for j in range(cp[1] - 1, cp[0] - 1, -1)]
@@ -502,7 +503,7 @@ class _Builder:
             node, byte, c = stack.pop()
             c2 = lexer.cond_step(c, byte)
             if c2 == FALSE:
-                lo, hi = self.sub_lo[node], self.sub_hi[node]
+                lo, hi = sub_lo[node], sub_hi[node]
                 if out and out[-1] == lo:
                     out[-1] = hi
                 else:
@@ -510,7 +511,7 @@ class _Builder:
                 continue
             if c2 == TRUE:
                 continue
-            if self.node_internal[node] >= 0:
+            if node_internal[node] >= 0:
                 pending.add(c2)
             stack.extend((cn[j], cb[j], c2) for j in range(cp[node + 1] - 1, cp[node] - 1, -1))
         return out, pending
@@ -598,15 +599,6 @@ class _Builder:
         dwa = _finish(self.dag, order, roots, seeds, stats, self.trie.n_internal)
         dwa.stats["build_seconds"] = time.perf_counter() - self.t0
         return dwa
-
-
-def _all_bytes_are_tokens(trie) -> bool:
-    """Whether each of the 256 one-byte strings is a token (byte-level vocabularies)."""
-    cp, cb, cn = trie.child_ptr, trie.child_byte, trie.child_node
-    lo, hi = int(cp[0]), int(cp[1])
-    if hi - lo != 256:
-        return False
-    return bool((trie.node_internal[np.asarray(cn[lo:hi], dtype=np.int64)] >= 0).all())
 
 
 def _finish(dag, order: list[int], roots: list[int], seeds: dict[int, int], stats: dict,
