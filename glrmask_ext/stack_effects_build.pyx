@@ -19,15 +19,17 @@ minimization are the Python builder's, step by step; what is not observable is l
   minimized automaton's numbering depends only on the minimal automaton itself (classes by
   signature bottom-up, then states in reverse DFS post-order from the start, explicit labels
   ascending before DEFAULT), so any subset numbering gives the same arrays;
-* an explicit label whose closure is empty (the revealed state's goto target has no action on the
-  terminal) is not kept in the memoized move list: in the subset construction it can only yield
-  the DEFAULT target, an edge the minimization drops. Its configuration is still created and
-  counted against ``max_states``, as in Python;
+* an explicit label whose closure is empty is not kept in the memoized move list: in the subset
+  construction it can only yield the DEFAULT target, an edge the minimization drops. When the
+  revealed state's goto target has no action on the terminal at all (most goto sources of a
+  read node: a JSON Schema's key terminal meets ~10,000 of them and ~5 subset states) the
+  configuration is not even created; the budget counts, in both builders, only configurations
+  whose top state acts on the terminal;
 * write sequences get ids state by state in the automaton's order and, within one final, in
   ascending (lexicographic) order, the rule :meth:`EffectAutomaton.from_lists` states.
 
-Budgets: ``max_states`` counts finished symbolic configurations and subset states per terminal,
-as in Python (the configuration count is checked when a new one is expanded, so at the very
+Budgets: ``max_states`` counts finished symbolic configurations (those whose top acts on the
+terminal) and subset states per terminal, as in Python (the configuration count is checked when a new one is expanded, so at the very
 boundary the depth-first order decides, and the native order follows labels ascending where
 Python follows set iteration order); the deadline is checked every few thousand steps.
 """
@@ -188,6 +190,7 @@ cdef extern from *:
         IVec reads;   // read-node ids, sorted
         IVec outs;    // write-sequence ids (trie nodes), sorted
         int8_t status = 0;  // 0: not expanded, 1: active (on the DFS path), 2: finished
+        int8_t acts = 0;    // the top state has an action on the terminal (counted by the budget)
     };
 
     // One terminal's construction; the result is left in the output vectors.
@@ -209,6 +212,8 @@ cdef extern from *:
         IVec node_nt, node_d;
         std::vector<std::vector<std::pair<int32_t, int32_t>>> moves;  // per node: (label, closure)
         std::vector<char> moves_done;
+
+        std::vector<char> acting;           // acting[s]: state s has an action on t
 
         // scratch of the closure walk
         struct Frame { int32_t id; bool expanded; IVec children; };
@@ -272,11 +277,12 @@ cdef extern from *:
                 if (!frames.back().expanded) {
                     int32_t id = frames.back().id;
                     if (closures[id].status == 2) { frames.pop_back(); continue; }
-                    if (n_finished >= max_states) return ST_MAX_CONFIGS;
+                    int32_t e = T->entry(trie_last[id], t);
+                    if (e >= 0 && n_finished >= max_states) return ST_MAX_CONFIGS;
                     if (late()) return ST_DEADLINE;
                     frames.back().expanded = true;
                     closures[id].status = 1;
-                    int32_t e = T->entry(trie_last[id], t);
+                    closures[id].acts = e >= 0;
                     IVec reads, outs, children;
                     if (e >= 0) {
                         int32_t sh = T->act_shift[e];
@@ -318,7 +324,7 @@ cdef extern from *:
                 sort_unique(me.reads);
                 sort_unique(me.outs);
                 me.status = 2;
-                ++n_finished;
+                n_finished += me.acts;
                 frames.pop_back();
             }
             return ST_OK;
@@ -340,8 +346,9 @@ cdef extern from *:
                 }
             } else {
                 for (int32_t k = T->gcol_ptr[nt]; k < T->gcol_ptr[nt + 1]; ++k) {
-                    int32_t s = T->gcol_src[k];
-                    c = push(push(-1, s), T->gcol_tgt[k]);
+                    int32_t s = T->gcol_src[k], g = T->gcol_tgt[k];
+                    if (!acting[g]) continue;  // a dead end: empty closure, not counted
+                    c = push(push(-1, s), g);
                     int st = closure(c);
                     if (st != ST_OK) return st;
                     if (!closures[c].reads.empty() || !closures[c].outs.empty()) mv.emplace_back(s, c);
@@ -543,6 +550,8 @@ cdef extern from *:
         }
 
         int run() {
+            acting.assign(T->n_states, 0);
+            for (int32_t k = T->tcol_ptr[t]; k < T->tcol_ptr[t + 1]; ++k) acting[T->tcol_state[k]] = 1;
             int st = determinize();
             if (st != ST_OK) return st;
             minimize();

@@ -80,7 +80,8 @@ __all__ = [
 ]
 
 DEFAULT_MAX_STATES = 200_000
-"""Default budget: subset-construction states (and symbolic configurations) per terminal."""
+"""Default budget per terminal: subset-construction states, and symbolic configurations whose top
+state has an action on the terminal."""
 
 _DEAD = -1
 
@@ -442,6 +443,7 @@ class _TerminalBuilder:
         self._closure: dict[tuple[int, ...], tuple[frozenset, frozenset]] = {}
         self._active: set[tuple[int, ...]] = set()
         self._moves: dict[tuple[int, int], list] = {}
+        self._n_configs = 0  # finished configurations whose top acts on the terminal
 
     def _too_complex(self, what: str) -> GrammarTooComplex:
         return GrammarTooComplex(
@@ -471,14 +473,17 @@ class _TerminalBuilder:
                 if seg in memo:
                     frames.pop()
                     continue
-                if len(memo) >= self.max_states:
+                action = ctx.rows[seg[-1]][self.t]
+                # the budget counts configurations with something to do: one whose top has no
+                # action on t is a dead end that costs nothing (most of the goto sources a read
+                # node lists are such leaves, and the native builder never creates them)
+                if action and self._n_configs >= self.max_states:
                     raise self._too_complex("symbolic configurations")
                 budget.tick(f"stack effects (terminal {self.name!r})", len(memo))
                 self._active.add(seg)
                 reads: set = set()
                 outs: set = set()
                 children: list[tuple[int, ...]] = []
-                action = ctx.rows[seg[-1]][self.t]
                 if action.shift is not None:
                     outs.add(seg + (action.shift,))
                 for r in action.reduces:
@@ -508,6 +513,8 @@ class _TerminalBuilder:
                 outs |= sub_outs
             self._active.discard(seg)
             memo[seg] = (frozenset(reads), frozenset(outs))
+            if ctx.rows[seg[-1]][self.t]:
+                self._n_configs += 1
             frames.pop()
         return memo[known]
 
