@@ -133,7 +133,7 @@ cdef class _States:
         self.slots.resize(1 << 12, -1)
         self.mask = (1 << 12) - 1
 
-    cdef int32_t find(self, const int32_t* seq, int64_t m, uint64_t h) noexcept:
+    cdef int32_t find(self, const int32_t* seq, int64_t m, uint64_t h) noexcept nogil:
         cdef uint64_t p = h & self.mask
         cdef int32_t i
         while True:
@@ -223,7 +223,6 @@ def explore_states(lexer, list starts, int64_t max_states, check):
     cdef string key
     cdef const uint8_t* cls
     cdef const uint8_t* reps
-    cdef object found
 
     start_index = {}
     for q_obj in starts:
@@ -288,50 +287,52 @@ def explore_states(lexer, list starts, int64_t max_states, check):
         ncls = part_reps_ptr[pidx + 1] - part_reps_ptr[pidx]
         res_t.resize(ncls)
         res_e.resize(ncls)
-        for k in range(ncls):
-            b = reps[k]
-            succ.clear()
-            seq.clear()
-            for j in range(m):
-                g = lane_gid[j][b]
-                nx = lane_nxt[j][g]
-                e = lane_ev[j][g]
-                if nx >= 0:
-                    succ.push_back(nx)
-                if e:
-                    seq.push_back(e)
-            # the successor
-            if succ.size() == 0:
-                res_t[k] = -1
-            else:
-                h = _seq_hash(succ.data(), <int64_t>succ.size())
-                x = st.find(succ.data(), <int64_t>succ.size(), h)
-                if x < 0:
-                    if <int64_t>st.lazy.size() >= max_states:
-                        raise GrammarTooComplex(
-                            f"lexer DFA export: more than {max_states} reachable lexer states "
-                            "(limit max_states)")
-                    q2 = lexer._intern_joint(tuple([(lanes.term[succ[j]], lanes.lstate[succ[j]])
-                                                    for j in range(<int32_t>succ.size())]))
-                    x = st.add(succ.data(), <int64_t>succ.size(), h, q2)
-                res_t[k] = x
-            # the events
-            if seq.size() == 0:
-                res_e[k] = 0
-            else:
-                key = _key32(seq.data(), seq.size())
-                pt = ev_seq_ids.find(key)
-                if pt == ev_seq_ids.end():
-                    flat = []
-                    for j in range(<int32_t>seq.size()):
-                        flat.extend(lanes.ev_lists[seq[j]])
-                    found = tuple(flat)
-                    e = <int32_t>len(ev_lists)
-                    ev_lists.append(found)
-                    ev_seq_ids[key] = e
-                    res_e[k] = e
+        with nogil:  # Python only for what is new: a joint state to intern, an event list
+            for k in range(ncls):
+                b = reps[k]
+                succ.clear()
+                seq.clear()
+                for j in range(m):
+                    g = lane_gid[j][b]
+                    nx = lane_nxt[j][g]
+                    e = lane_ev[j][g]
+                    if nx >= 0:
+                        succ.push_back(nx)
+                    if e:
+                        seq.push_back(e)
+                # the successor
+                if succ.size() == 0:
+                    res_t[k] = -1
                 else:
-                    res_e[k] = cython.operator.dereference(pt).second
+                    h = _seq_hash(succ.data(), <int64_t>succ.size())
+                    x = st.find(succ.data(), <int64_t>succ.size(), h)
+                    if x < 0:
+                        with gil:
+                            if <int64_t>st.lazy.size() >= max_states:
+                                raise GrammarTooComplex(
+                                    f"lexer DFA export: more than {max_states} reachable lexer states "
+                                    "(limit max_states)")
+                            q2 = lexer._intern_joint(tuple([(lanes.term[succ[j]], lanes.lstate[succ[j]])
+                                                            for j in range(<int32_t>succ.size())]))
+                            x = st.add(succ.data(), <int64_t>succ.size(), h, q2)
+                    res_t[k] = x
+                # the events
+                if seq.size() == 0:
+                    res_e[k] = 0
+                else:
+                    key = _key32(seq.data(), seq.size())
+                    pt = ev_seq_ids.find(key)
+                    if pt == ev_seq_ids.end():
+                        with gil:
+                            flat = []
+                            for j in range(<int32_t>seq.size()):
+                                flat.extend(lanes.ev_lists[seq[j]])
+                            e = <int32_t>len(ev_lists)
+                            ev_lists.append(tuple(flat))
+                            ev_seq_ids[key] = e
+                        res_e[k] = e
+                    else:
+                        res_e[k] = cython.operator.dereference(pt).second
         for b in range(256):
             trans[base + b] = res_t[cls[b]]
             evs[base + b] = res_e[cls[b]]

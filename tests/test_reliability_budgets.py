@@ -75,7 +75,7 @@ def test_resident_memory_growth_is_a_backstop_for_every_stage(vocab):
 STAGE_OVER_TIME = r"^(lexer|terminal DWA|parser DWA|stack effects)[^:]*: .*took more than {:g} s \(limit max_seconds\)"
 
 
-@pytest.mark.parametrize("pattern", [r"[a-z0-9]{1,5000}", r"(?s:.){1,1000}"])
+@pytest.mark.parametrize("pattern", [r"[a-z0-9]{1,20000}", r"(?s:.){1,1000}"])
 def test_long_counted_repeats_honour_the_deadline_in_every_static_stage(vocab, pattern):
     budget = 1.0
     err, elapsed = too_complex(f"start: A\nA: /{pattern}/\n", vocab, limits={"max_seconds": budget})

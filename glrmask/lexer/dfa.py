@@ -460,9 +460,17 @@ def _explore_conds(lexer: Lexer, ev_lists: list[tuple], max_conds: int, check: _
     while queue:
         check.tick("lexer DFA export (match conditions)", len(rows))
         c = queue.popleft()
+        # a condition reads only its terminal's classes: the groups of all bytes that one of its
+        # groups holds step alike, so each is stepped once (first group first, as before: the
+        # lexer interns the conditions it meets in the same order)
+        term_group = lexer._cond_byte_groups(c)
+        seen: dict[int, int] = {}
         row = [0] * 256
         for group in groups:
-            i = visit(step(c, group[0]))
+            g = term_group[group[0]]
+            i = seen.get(g)
+            if i is None:
+                i = seen[g] = visit(step(c, group[0]))
             for b in group:
                 row[b] = i
         rows.append(row)

@@ -482,6 +482,11 @@ class Lexer:
             self._cond_step[key] = hit
         return hit
 
+    def _cond_byte_groups(self, cond: int) -> tuple[int, ...]:
+        """Byte -> group of the terminal a pending condition belongs to: the condition steps
+        alike on the bytes of one group (it reads only that terminal's classes)."""
+        return self._gid[self._conds[cond][0]]
+
     def cond_at_end(self, cond: int) -> bool:
         """Resolve a condition at the end of the document: pending positive lookaheads fail,
         negative ones pass, pending higher-priority threads die, blockers pass iff their own
