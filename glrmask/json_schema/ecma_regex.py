@@ -465,13 +465,19 @@ def searches_into(pattern: str, text: str) -> bool:
     the content regex, so a text holding one matches no pattern. Raises
     :class:`PatternUnsupported` where :func:`content_regex` does."""
     decoded = json.loads(json.dumps(text))  # (pairs of surrogates read back as one character)
-    if _LONE_SURROGATE.search(decoded):
+    if has_lone_surrogate(decoded):
         _decoded_regex(pattern)  # (unsupported patterns raise all the same)
         return False
     return _decoded_regex(pattern).fullmatch(decoded) is not None
 
 
 _LONE_SURROGATE = re.compile('[\ud800-\udfff]')
+
+
+def has_lone_surrogate(decoded: str) -> bool:
+    """Does `decoded` (a string as ``json.loads`` reads it back) hold a surrogate code point (one
+    no pair absorbed)?"""
+    return _LONE_SURROGATE.search(decoded) is not None
 
 
 @lru_cache(maxsize=4096)

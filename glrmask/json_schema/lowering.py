@@ -186,6 +186,57 @@ def _is_schema(v: Any) -> bool:
     return isinstance(v, (dict, bool))
 
 
+def _is_int(v: Any) -> bool:
+    """An int that is also a valid repeat count of ``re`` (string_regex writes lengths as one)."""
+    return type(v) is int and 0 <= v <= 65535
+
+
+def _excluded_strings(nots: Any) -> set[str] | None:
+    """The strings the ``__notstr`` schemas `nots` exclude, where each is a plain enum (keys
+    ``enum`` and ``type`` only, the type naming ``string`` among known types, the enum's strings
+    free of surrogates): ``string_regex_of`` makes such a schema the alternation of its strings'
+    literal encodings, so a value is excluded iff it is one of them. None for any other shape
+    (the caller then matches the compiled regex)."""
+    out: set[str] = set()
+    for c in nots:
+        if not isinstance(c, dict) or not set(c) <= {'enum', 'type'} or not isinstance(c.get('enum'), list):
+            return None
+        t = c.get('type')
+        tlist = [] if t is None else (t if isinstance(t, list) else [t])
+        if not all(isinstance(x, str) and x in ALL_TYPES + ('integer',) for x in tlist):
+            return None
+        if t is not None and 'string' not in tlist:
+            continue  # (a schema of no strings excludes none)
+        lits = [x for x in c['enum'] if isinstance(x, str)]
+        if any(ecma_regex.has_lone_surrogate(x) for x in lits):
+            return None
+        out.update(lits)
+    return out
+
+
+def _string_meets(s: dict, v: str) -> bool:
+    """``re.fullmatch(string_regex(s), json.dumps(v))`` without its ``__notstr`` lookaheads, for
+    integer lengths, decided on the decoded string: every format and supported pattern searches
+    into it (:func:`.ecma_regex.searches_into`) and its length in code points is within the
+    bounds — the regex is one lookahead per format or pattern and one for the length, each
+    reading the whole content, and compiling it cost milliseconds per enum value's schema."""
+    decoded = json.loads(json.dumps(v))
+    if ecma_regex.has_lone_surrogate(decoded):
+        return False  # (no character class of the content regex reads one)
+    for f in s.get('__formats', []):
+        pat = formats.format_pattern(f) if isinstance(f, str) else None
+        if pat is not None and not ecma_regex.searches_into(pat, v):
+            return False
+    for p in s.get('__patterns', []):
+        try:
+            if not ecma_regex.searches_into(p, v):
+                return False
+        except ecma_regex.PatternUnsupported:
+            pass  # reported by string_regex, and left out of it
+    lo, hi = s.get('minLength', 0), s.get('maxLength')
+    return lo <= len(decoded) and (hi is None or len(decoded) <= hi)
+
+
 def _encoded_matches(pattern: str, key: str) -> bool:
     """Does the string `key` (JSON-encoded) match the content regex of the ECMA ``pattern``
     (:func:`.ecma_regex.content_regex`; raises its ``PatternUnsupported``)? Answered on the
@@ -1065,8 +1116,13 @@ class Lowerer:
         """Does the enum value `v` meet the string/number keywords beside the enum? (Structured values
         are filtered by type only.)"""
         if isinstance(v, str) and any(k in s for k in STRING_KEYS):
-            regex = self.string_regex(s, ptr)
-            return regex is not None and re.fullmatch(regex, json.dumps(v)) is not None
+            regex = self.string_regex(s, ptr)  # (also reports what it cannot enforce)
+            if regex is None:
+                return False
+            excluded = _excluded_strings(s.get('__notstr', ()))
+            if excluded is None or not _is_int(s.get('minLength', 0)) or not _is_int(s.get('maxLength', 0)):
+                return re.fullmatch(regex, json.dumps(v)) is not None
+            return json.loads(json.dumps(v)) not in excluded and _string_meets(s, v)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and any(k in s for k in NUMBER_KEYS):
             integer = 'number' not in tset
             regex = self.number_regex(s, ptr, integer)
