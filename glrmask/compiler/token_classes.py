@@ -8,8 +8,8 @@ most words inside a string. Two tokens that belong to exactly the same weights (
 over *classes* instead: its weights become bitsets of ``n_classes`` bits (typically a few hundred),
 and a mask is expanded to tokens once at the very end.
 
-How. Weights are sorted interval lists, so membership is constant between consecutive interval
-bounds; each such *segment* gets a signature — the XOR of two independent random 64-bit keys of
+How (native: ``glrmask_ext.token_quotient``). Weights are sorted interval lists, so membership is
+constant between consecutive interval bounds; each such *segment* gets a signature — the XOR of two independent random 64-bit keys of
 every weight covering it, computed with one difference array per key — and segments with equal
 signatures form a class. The hash is then *verified* exactly: every weight must equal the union of
 the classes of its segments, token count for token count (a collision would make a class stick out
@@ -25,6 +25,7 @@ from typing import Mapping
 
 import numpy as np
 
+from glrmask_ext.token_quotient import class_of_tokens as _class_of_tokens, quotient as _quotient
 from glrmask_ext.trie_walk import expand_classes as _expand
 
 __all__ = ["TokenClasses"]
@@ -53,69 +54,13 @@ class TokenClasses:
         wb = np.asarray(weight_bounds, dtype=np.int64)
         n_weights = len(wp) - 1
         cuts = np.unique(np.concatenate([wb, np.array([0, n_internal], dtype=np.int64)]))
-        n_seg = len(cuts) - 1
         rng = np.random.default_rng(seed)
         keys = rng.integers(0, np.iinfo(np.int64).max, size=(2, max(n_weights, 1)), dtype=np.int64)
-        # interval k belongs to weight owner[k]; it covers segments seg_lo[k] .. seg_hi[k]-1
-        n_iv = len(wb) // 2
-        owner = np.repeat(np.arange(n_weights, dtype=np.int64), np.diff(wp) // 2)
-        seg_lo = np.searchsorted(cuts, wb[0::2])
-        seg_hi = np.searchsorted(cuts, wb[1::2])
-        sig = np.zeros((2, n_seg + 1), dtype=np.int64)
-        for i in range(2):
-            diff = np.zeros(n_seg + 1, dtype=np.int64)
-            if n_iv:
-                np.bitwise_xor.at(diff, seg_lo, keys[i, owner])
-                np.bitwise_xor.at(diff, seg_hi, keys[i, owner])
-            sig[i] = np.bitwise_xor.accumulate(diff)
-        sig = sig[:, :n_seg]
-        covered = np.zeros(n_seg + 1, dtype=np.int64)
-        if n_iv:
-            np.add.at(covered, seg_lo, 1)
-            np.add.at(covered, seg_hi, -1)
-        covered = np.cumsum(covered)[:n_seg] > 0
-        # classes numbered by first segment; uncovered segments get no class
-        seg_class = np.full(n_seg, -1, dtype=np.int64)
-        ids: dict[tuple[int, int], int] = {}
-        for s in np.flatnonzero(covered).tolist():
-            k = (int(sig[0, s]), int(sig[1, s]))
-            c = ids.get(k)
-            if c is None:
-                c = ids[k] = len(ids)
-            seg_class[s] = c
-        n_classes = len(ids)
-        members: list[list[int]] = [[] for _ in range(n_classes)]
-        lo_list, hi_list = cuts[:-1].tolist(), cuts[1:].tolist()
-        for s, c in enumerate(seg_class.tolist()):
-            if c >= 0:
-                m = members[c]
-                if m and m[-1] == lo_list[s]:
-                    m[-1] = hi_list[s]
-                else:
-                    m.extend((lo_list[s], hi_list[s]))
-        ptr = np.zeros(n_classes + 1, dtype=np.int32)
-        ptr[1:] = np.cumsum([len(m) for m in members]) if n_classes else []
-        bounds = np.asarray([b for m in members for b in m], dtype=np.int32)
-        classes = cls(ptr, bounds, n_internal)
-
-        # exact verification: each weight is the union of its segments' classes
-        size = np.asarray([sum(m[1::2]) - sum(m[0::2]) for m in members], dtype=np.int64)
-        seg_class_l = seg_class.tolist()
-        sets: list[int] = []
-        wp_l, lo_l, hi_l = wp.tolist(), seg_lo.tolist(), seg_hi.tolist()
-        for w in range(n_weights):
-            cs: set[int] = set()
-            n_tok = 0
-            for k in range(wp_l[w] // 2, wp_l[w + 1] // 2):
-                cs.update(seg_class_l[lo_l[k]:hi_l[k]])
-                n_tok += int(wb[2 * k + 1] - wb[2 * k])
-            if int(size[list(cs)].sum()) != n_tok:  # pragma: no cover - a 128-bit hash collision
-                raise AssertionError("token quotient: a class straddles a weight (hash collision)")
-            bits = 0
-            for c in cs:
-                bits |= 1 << c
-            sets.append(bits)
-        return classes, sets
+        seg_lo = np.searchsorted(cuts, wb[0::2]).astype(np.int64)
+        seg_hi = np.searchsorted(cuts, wb[1::2]).astype(np.int64)
+        ptr, bounds, sets = _quotient(np.ascontiguousarray(wp), seg_lo, seg_hi, np.ascontiguousarray(cuts),
+                                      np.ascontiguousarray(keys))
+        return cls(ptr, bounds, n_internal), sets
 
     # ---------------------------------------------------------------- queries
     def class_tokens(self, c: int) -> list[tuple[int, int]]:
@@ -125,11 +70,7 @@ class TokenClasses:
 
     def class_of_tokens(self) -> np.ndarray:
         """``int32[n_internal]``: the class of each internal token, ``-1`` when it has none."""
-        out = np.full(self.n_internal, -1, dtype=np.int32)
-        for c in range(self.n_classes):
-            for lo, hi in self.class_tokens(c):
-                out[lo:hi] = c
-        return out
+        return _class_of_tokens(self.class_ptr, self.class_bounds, self.n_internal)
 
     def dense(self, bits: int) -> np.ndarray:
         """A class bitset (Python int) as ``uint64[n_words]``."""
