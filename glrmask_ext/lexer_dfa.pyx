@@ -478,7 +478,11 @@ def refine(const int64_t[::1] init, const int32_t[:, ::1] targets, check, str st
     while cand.size():
         check(stage)
         with nogil:
-            groups.clear()
+            if groups.bucket_count() > 4 * cand.size() + 64:
+                # a long chain refines one state per round: clear() would wipe every bucket
+                groups = unordered_map[string, int64_t]()
+            else:
+                groups.clear()
             grp_of.resize(cand.size())
             grp_block.clear()
             grp_size.clear()

@@ -454,27 +454,31 @@ def _explore_conds(lexer: Lexer, ev_lists: list[tuple], max_conds: int, check: _
     for evs in ev_lists:
         for _t, c in evs:
             visit(c)
-    rows: list[list[int]] = [[0] * 256, [1] * 256]
     step = lexer.cond_step
     groups = lexer.byte_groups
+    reps = [g[0] for g in groups]
+    byte_group = np.empty(256, dtype=np.int64)
+    for i, group in enumerate(groups):
+        byte_group[list(group)] = i
+    # per condition, the successor on each byte group (the lexer's groups step alike)
+    rows: list[list[int]] = [[0] * len(groups), [1] * len(groups)]
     while queue:
         check.tick("lexer DFA export (match conditions)", len(rows))
         c = queue.popleft()
-        # a condition reads only its terminal's classes: the groups of all bytes that one of its
-        # groups holds step alike, so each is stepped once (first group first, as before: the
-        # lexer interns the conditions it meets in the same order)
+        # a condition reads only its terminal's classes: the groups that one of its terminal's
+        # groups holds step alike too, so each is stepped once (first group first, as before:
+        # the lexer interns the conditions it meets in the same order)
         term_group = lexer._cond_byte_groups(c)
         seen: dict[int, int] = {}
-        row = [0] * 256
-        for group in groups:
-            g = term_group[group[0]]
+        row = []
+        for b in reps:
+            g = term_group[b]
             i = seen.get(g)
             if i is None:
-                i = seen[g] = visit(step(c, group[0]))
-            for b in group:
-                row[b] = i
+                i = seen[g] = visit(step(c, b))
+            row.append(i)
         rows.append(row)
-    return conds, np.array(rows, dtype=np.int64)
+    return conds, np.ascontiguousarray(np.array(rows, dtype=np.int64)[:, byte_group])
 
 
 # ---------------------------------------------------------------------- minimization
