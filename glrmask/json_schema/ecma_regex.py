@@ -500,7 +500,14 @@ def _emit_decoded(node: Node | None) -> str:
         ivs = cs.intersect(node.ivs, _NON_SURROGATES)
         if not ivs:
             return '(?!)'
-        return '[' + ''.join('\\U%08x-\\U%08x' % (lo, hi) for lo, hi in ivs) + ']'
+        if len(ivs) == 1 and ivs[0][0] == ivs[0][1]:
+            return '\\U%08x' % ivs[0][0]
+        # the same set as a negated class where that is shorter (re compiles a class that spans
+        # most of Unicode slowly)
+        rest = cs.complement(ivs)
+        if len(rest) < len(ivs):
+            return '[^' + ''.join(_decoded_range(lo, hi) for lo, hi in rest) + ']'
+        return '[' + ''.join(_decoded_range(lo, hi) for lo, hi in ivs) + ']'
     if isinstance(node, Seq):
         return ''.join(_emit_decoded(x) for x in node.items)
     if isinstance(node, Alt):
@@ -521,6 +528,10 @@ def _emit_decoded(node: Node | None) -> str:
 
 
 _NON_SURROGATES: cs.Intervals = ((0, cs.SURR_LO - 1), (cs.SURR_HI + 1, cs.MAX_CP))
+
+
+def _decoded_range(lo: int, hi: int) -> str:
+    return '\\U%08x' % lo if lo == hi else '\\U%08x-\\U%08x' % (lo, hi)
 
 
 def fixed_prefix(pattern: str) -> tuple[list[cs.Intervals], bool]:
