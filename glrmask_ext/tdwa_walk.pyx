@@ -138,6 +138,12 @@ cdef extern from *:
         }
     };
 
+    /* The scratch vectors of one level of a (recursive) union, reused from call to call. */
+    struct GmUnionScratch {
+        std::vector<int32_t> ns, finals, olabs, elabs, opens, edges;
+        std::vector<std::vector<int32_t>> ows, ecs;
+    };
+
     /* (lo, hi) pairs, sorted by lo then hi */
     struct GmPair { int64_t a, b; bool operator<(const GmPair& o) const { return a < o.a || (a == o.a && b < o.b); } };
     """
@@ -159,6 +165,9 @@ cdef extern from *:
         void put_new(const vector[int32_t]& k, int32_t v)
     cdef cppclass GmPair:
         int64_t a, b
+    cdef cppclass GmUnionScratch:
+        vector[int32_t] ns, finals, olabs, elabs, opens, edges
+        vector[vector[int32_t]] ows, ecs
 
 
 @cython.boundscheck(False)
@@ -219,6 +228,19 @@ cdef class Dag:
     cdef GmI64Map n0, n1, u_pair, u_prefix
     cdef GmSeqMap n_index, u_many
     cdef vector[int32_t] key_scratch
+    # scratch reused across calls (no allocation per union): wunion, wunion_all, prefix, and one
+    # level per recursion depth of union / union_all
+    cdef vector[int32_t] wu_out, wa_ws, wa_out, pf_none, pf_edge
+    cdef vector[GmPair] wa_pairs
+    cdef vector[GmUnionScratch*] u_pool, ua_pool
+    cdef size_t u_depth, ua_depth
+
+    def __dealloc__(self):
+        cdef size_t i
+        for i in range(self.u_pool.size()):
+            del self.u_pool[i]
+        for i in range(self.ua_pool.size()):
+            del self.ua_pool[i]
 
     def __cinit__(self, long max_nodes, long max_weights):
         self.max_nodes = max_nodes
@@ -258,7 +280,7 @@ cdef class Dag:
         cdef int32_t w, t
         cdef int32_t lo_a, hi_a, lo_b, hi_b, i, j, na, nb
         cdef int32_t lo, hi
-        cdef vector[int32_t] out
+        cdef vector[int32_t]* outp = &self.wu_out
         if a < 0 or a == b:
             return b
         if b < 0:
@@ -267,22 +289,23 @@ cdef class Dag:
         w = self.w_union.get(key)
         if w >= 0:
             return w
+        outp.clear()
         lo_a = self.ws.ptr[a]; hi_a = self.ws.ptr[a + 1]
         lo_b = self.ws.ptr[b]; hi_b = self.ws.ptr[b + 1]
         if self.ws.data[lo_a] > self.ws.data[lo_b]:
             t = lo_a; lo_a = lo_b; lo_b = t
             t = hi_a; hi_a = hi_b; hi_b = t
         if self.ws.data[hi_a - 1] < self.ws.data[lo_b]:
-            out.reserve(hi_a - lo_a + hi_b - lo_b)
+            outp.reserve(hi_a - lo_a + hi_b - lo_b)
             for i in range(lo_a, hi_a):
-                out.push_back(self.ws.data[i])
+                outp.push_back(self.ws.data[i])
             for i in range(lo_b, hi_b):
-                out.push_back(self.ws.data[i])
+                outp.push_back(self.ws.data[i])
         elif self.ws.data[hi_a - 1] == self.ws.data[lo_b]:
             for i in range(lo_a, hi_a - 1):
-                out.push_back(self.ws.data[i])
+                outp.push_back(self.ws.data[i])
             for i in range(lo_b + 1, hi_b):
-                out.push_back(self.ws.data[i])
+                outp.push_back(self.ws.data[i])
         else:
             i = lo_a
             j = lo_b
@@ -293,31 +316,35 @@ cdef class Dag:
                 else:
                     lo = self.ws.data[j]; hi = self.ws.data[j + 1]
                     j += 2
-                if out.size() and lo <= out.back():
-                    if hi > out.back():
-                        out[out.size() - 1] = hi
+                if outp.size() and lo <= outp.back():
+                    if hi > outp.back():
+                        outp[0][outp.size() - 1] = hi
                 else:
-                    out.push_back(lo)
-                    out.push_back(hi)
-        w = self.weight_of(out)
+                    outp.push_back(lo)
+                    outp.push_back(hi)
+        w = self.weight_of(outp[0])
         self.w_union.put(key, w)
         return w
 
     cdef int32_t wunion_all(self, vector[int32_t]& ws0) except -2:
         """Union of many weights at once (one interval merge instead of a chain of unions)."""
-        cdef vector[int32_t] ws
-        cdef vector[GmPair] pairs
-        cdef vector[int32_t] out
+        cdef vector[int32_t]* wsp = &self.wa_ws
+        cdef vector[GmPair]* pairs = &self.wa_pairs
+        cdef vector[int32_t]* out = &self.wa_out
         cdef GmPair p
         cdef size_t k
         cdef int32_t w, i
-        _sorted_distinct(ws0, 0, ws)
-        if ws.size() <= 2:
-            if ws.size() == 2:
-                return self.wunion(ws[0], ws[1])
-            return ws[0] if ws.size() else -1
-        for k in range(ws.size()):
-            w = ws[k]
+        _sorted_distinct(ws0, 0, wsp[0])
+        if wsp.size() <= 2:
+            if wsp.size() == 2:
+                return self.wunion(wsp[0][0], wsp[0][1])
+            if wsp.size() == 1:
+                return wsp[0][0]
+            return -1
+        pairs.clear()
+        out.clear()
+        for k in range(wsp.size()):
+            w = wsp[0][k]
             i = self.ws.ptr[w]
             while i < self.ws.ptr[w + 1]:
                 p.a = self.ws.data[i]
@@ -326,13 +353,13 @@ cdef class Dag:
                 i += 2
         cpp_sort(pairs.begin(), pairs.end())
         for k in range(pairs.size()):
-            if out.size() and pairs[k].a <= out.back():
-                if pairs[k].b > out.back():
-                    out[out.size() - 1] = <int32_t>pairs[k].b
+            if out.size() and pairs[0][k].a <= out.back():
+                if pairs[0][k].b > out.back():
+                    out[0][out.size() - 1] = <int32_t>pairs[0][k].b
             else:
-                out.push_back(<int32_t>pairs[k].a)
-                out.push_back(<int32_t>pairs[k].b)
-        return self.weight_of(out)
+                out.push_back(<int32_t>pairs[0][k].a)
+                out.push_back(<int32_t>pairs[0][k].b)
+        return self.weight_of(out[0])
 
     # ------------------------------------------------------------------ nodes
     cdef int32_t node(self, int32_t final, vector[int32_t]& opens, vector[int32_t]& edges) except -2:
@@ -400,16 +427,16 @@ cdef class Dag:
         """The node whose only outcome is ``lab`` followed by ``n``'s (``lab < 0``: ``n``)."""
         cdef int64_t key
         cdef int32_t r
-        cdef vector[int32_t] no_opens, edge
         if lab < 0 or n < 0:
             return n
         key = (<int64_t>lab) << 32 | n
         r = self.u_prefix.get(key)
         if r >= 0:
             return r
-        edge.push_back(lab)
-        edge.push_back(n)
-        r = self.node(-1, no_opens, edge)
+        self.pf_edge.clear()
+        self.pf_edge.push_back(lab)
+        self.pf_edge.push_back(n)
+        r = self.node(-1, self.pf_none, self.pf_edge)
         self.u_prefix.put(key, r)
         return r
 
@@ -418,7 +445,7 @@ cdef class Dag:
         cdef int32_t res, final, t
         cdef int32_t oa0, oa1, ob0, ob1, ea0, ea1, eb0, eb1, i, j
         cdef bint same
-        cdef vector[int32_t] opens, edges, merged
+        cdef GmUnionScratch* S
         if a < 0 or a == b:
             return b
         if b < 0:
@@ -427,6 +454,23 @@ cdef class Dag:
         res = self.u_pair.get(key)
         if res >= 0:
             return res
+        if self.u_depth == self.u_pool.size():
+            self.u_pool.push_back(new GmUnionScratch())
+        S = self.u_pool[self.u_depth]
+        self.u_depth += 1
+        res = self.union_at(a, b, S)
+        self.u_depth -= 1
+        self.u_pair.put(key, res)
+        return res
+
+    cdef int32_t union_at(self, int32_t a, int32_t b, GmUnionScratch* S) except -2:
+        cdef int32_t res, final, t
+        cdef int32_t oa0, oa1, ob0, ob1, ea0, ea1, eb0, eb1, i, j
+        cdef bint same
+        cdef vector[int32_t]* opens = &S.opens
+        cdef vector[int32_t]* edges = &S.edges
+        opens.clear()
+        edges.clear()
         final = self.wunion(self.n_final[a], self.n_final[b])
         oa0 = self.n_open_ptr[a]; oa1 = self.n_open_ptr[a + 1]
         ob0 = self.n_open_ptr[b]; ob1 = self.n_open_ptr[b + 1]
@@ -446,9 +490,7 @@ cdef class Dag:
                 opens.push_back(self.n_open[oa0 + i])
                 opens.push_back(self.wunion(self.n_open[oa0 + i + 1], self.n_open[ob0 + i + 1]))
                 i += 2
-            res = self.node(final, opens, edges)
-            self.u_pair.put(key, res)
-            return res
+            return self.node(final, opens[0], edges[0])
         # opens: a's in order, b's merged in (in b's order, as the dict update does), then sorted
         for i in range(oa0, oa1):
             opens.push_back(self.n_open[i])
@@ -456,85 +498,104 @@ cdef class Dag:
         while j < ob1:
             t = self.n_open[j]
             i = 0
-            while i < <int32_t>opens.size() and opens[i] != t:
+            while i < <int32_t>opens.size() and opens[0][i] != t:
                 i += 2
             if i < <int32_t>opens.size():
-                opens[i + 1] = self.wunion(opens[i + 1], self.n_open[j + 1])
+                opens[0][i + 1] = self.wunion(opens[0][i + 1], self.n_open[j + 1])
             else:
                 opens.push_back(t)
                 opens.push_back(self.n_open[j + 1])
             j += 2
-        _sort_pairs(opens)
+        _sort_pairs(opens[0])
         for i in range(ea0, ea1):
             edges.push_back(self.n_edge[i])
         j = eb0
         while j < eb1:
             t = self.n_edge[j]
             i = 0
-            while i < <int32_t>edges.size() and edges[i] != t:
+            while i < <int32_t>edges.size() and edges[0][i] != t:
                 i += 2
             if i < <int32_t>edges.size():
-                edges[i + 1] = self.union(edges[i + 1], self.n_edge[j + 1])
+                edges[0][i + 1] = self.union(edges[0][i + 1], self.n_edge[j + 1])
             else:
                 edges.push_back(t)
                 edges.push_back(self.n_edge[j + 1])
             j += 2
-        _sort_pairs(edges)
-        res = self.node(final, opens, edges)
-        self.u_pair.put(key, res)
-        return res
+        _sort_pairs(edges[0])
+        return self.node(final, opens[0], edges[0])
 
     cdef int32_t union_all(self, vector[int32_t]& ids, Py_ssize_t begin) except -2:
         """Union of the nodes ``ids[begin:]`` at once: one new node, not one per pairwise step
         (the walk unions all children of a trie node; pairwise unions would intern every partial
         result). Labels are grouped in order of first appearance, as the results are interned."""
-        cdef vector[int32_t] ns, finals, olabs, elabs, opens, edges, grp
-        cdef vector[vector[int32_t]] ows, ecs
-        cdef int32_t res, n, t, k, i, g
-        cdef size_t m
-        _sorted_distinct(ids, begin, ns)
+        cdef GmUnionScratch* S
+        cdef int32_t res
+        if self.ua_depth == self.ua_pool.size():
+            self.ua_pool.push_back(new GmUnionScratch())
+        S = self.ua_pool[self.ua_depth]
+        self.ua_depth += 1
+        res = self.union_all_at(ids, begin, S)
+        self.ua_depth -= 1
+        return res
+
+    cdef int32_t union_all_at(self, vector[int32_t]& ids, Py_ssize_t begin, GmUnionScratch* S) except -2:
+        cdef vector[int32_t]* ns = &S.ns
+        cdef int32_t res, n, t, k, g, final
+        cdef size_t m, n_og = 0, n_eg = 0
+        _sorted_distinct(ids, begin, ns[0])
         if ns.size() <= 2:
             if ns.size() == 2:
-                return self.union(ns[0], ns[1])
-            return ns[0] if ns.size() else -1
-        res = self.u_many.get(ns)
+                return self.union(ns[0][0], ns[0][1])
+            if ns.size() == 1:
+                return ns[0][0]
+            return -1
+        res = self.u_many.get(ns[0])
         if res >= 0:
             return res
+        S.finals.clear()
+        S.olabs.clear()
+        S.elabs.clear()
         for m in range(ns.size()):
-            n = ns[m]
+            n = ns[0][m]
             if self.n_final[n] >= 0:
-                finals.push_back(self.n_final[n])
+                S.finals.push_back(self.n_final[n])
             k = self.n_open_ptr[n]
             while k < self.n_open_ptr[n + 1]:
                 t = self.n_open[k]
-                g = _find(olabs, t)
+                g = _find(S.olabs, t)
                 if g < 0:
-                    g = <int32_t>olabs.size()
-                    olabs.push_back(t)
-                    ows.push_back(grp)
-                ows[g].push_back(self.n_open[k + 1])
+                    g = <int32_t>S.olabs.size()
+                    S.olabs.push_back(t)
+                    if S.ows.size() <= <size_t>g:
+                        S.ows.resize(g + 1)
+                    S.ows[g].clear()
+                S.ows[g].push_back(self.n_open[k + 1])
                 k += 2
             k = self.n_edge_ptr[n]
             while k < self.n_edge_ptr[n + 1]:
                 t = self.n_edge[k]
-                g = _find(elabs, t)
+                g = _find(S.elabs, t)
                 if g < 0:
-                    g = <int32_t>elabs.size()
-                    elabs.push_back(t)
-                    ecs.push_back(grp)
-                ecs[g].push_back(self.n_edge[k + 1])
+                    g = <int32_t>S.elabs.size()
+                    S.elabs.push_back(t)
+                    if S.ecs.size() <= <size_t>g:
+                        S.ecs.resize(g + 1)
+                    S.ecs[g].clear()
+                S.ecs[g].push_back(self.n_edge[k + 1])
                 k += 2
-        final = self.wunion_all(finals)
-        for m in range(olabs.size()):
-            opens.push_back(olabs[m])
-            opens.push_back(self.wunion_all(ows[m]))
-        _sort_pairs(opens)
-        for m in range(elabs.size()):
-            edges.push_back(elabs[m])
-            edges.push_back(self.union_all(ecs[m], 0))
-        _sort_pairs(edges)
-        res = self.node(final, opens, edges)
-        self.u_many.put_new(ns, res)
+        final = self.wunion_all(S.finals)
+        S.opens.clear()
+        for m in range(S.olabs.size()):
+            S.opens.push_back(S.olabs[m])
+            S.opens.push_back(self.wunion_all(S.ows[m]))
+        _sort_pairs(S.opens)
+        S.edges.clear()
+        for m in range(S.elabs.size()):
+            S.edges.push_back(S.elabs[m])
+            S.edges.push_back(self.union_all(S.ecs[m], 0))
+        _sort_pairs(S.edges)
+        res = self.node(final, S.opens, S.edges)
+        self.u_many.put_new(ns[0], res)
         return res
 
     # ------------------------------------------------------------------ layout
@@ -729,7 +790,7 @@ cdef class Walker:
     # walk stacks
     cdef vector[Item] items
     cdef vector[Frame] frames
-    cdef vector[int32_t] subs, bounds, scratch, out_pairs, kept, after
+    cdef vector[int32_t] subs, bounds, scratch, out_pairs, kept, after, own_opens, no_edges
     cdef vector[int64_t] leaf_keys
     cdef vector[vector[int32_t]] leaf_runs
     # byte groups: bytes every branch steps alike (group_ptr/group_bytes, in order of smallest byte)
@@ -1125,6 +1186,8 @@ cdef class Walker:
     cdef inline int32_t canonical(self, int32_t cid, int32_t node) except -2:
         if not self.classes:
             return cid
+        if self.native and self.branches.data[self.branches.ptr[cid]] < 0:
+            return cid  # at a boundary: no lexer state to replace
         return self.canonical_h(cid, self.heights[node])
 
     cdef int end_info(self, int32_t cid) except -1:
@@ -1181,19 +1244,20 @@ cdef class Walker:
         """The DAG node of the outcome of the tokens ``bnd`` (flat sorted intervals) all ending
         in branch ``cid``: one node for all of them, as their union would be."""
         cdef int32_t w, k, final = -1
-        cdef vector[int32_t] opens, no_edges
+        cdef vector[int32_t]* opens = &self.own_opens
         self.ensure_cid(cid)
         if self.end_kind[cid] == -3:
             self.end_info(cid)
         w = self.dag.weight_at(bnd, blen)
+        opens.clear()
         if self.end_kind[cid] == -2:
-            return self.dag.node(w, opens, no_edges)
+            return self.dag.node(w, opens[0], self.no_edges)
         for k in range(self.end_len[cid]):
             opens.push_back(self.end_labels[self.end_ptr[cid] + k])
             opens.push_back(w)
         if self.end_kind[cid] == 1:
             final = w
-        return self.dag.node(final, opens, no_edges)
+        return self.dag.node(final, opens[0], self.no_edges)
 
     cdef int32_t own(self, int32_t node, int32_t cid) except -2:
         cdef int32_t tok[2]
@@ -1357,11 +1421,12 @@ cdef class Walker:
                     sub = self.own_tokens(&self.bounds[it.b_off], it.b_len, it.cid)
                 else:
                     key = it.cid * self.nn + it.child
-                    if not self.memo_has(key):
+                    sub = self.memo.get(key)  # node + 1, or -1: not walked yet
+                    if sub < 0:
                         self.push_frame(key, it.child, it.cid)
                         pushed = True
                         break
-                    sub = self.memo_value(key)
+                    sub -= 1
                 sub = self.dag.prefix(it.lab, sub)
                 if sub >= 0:
                     self.subs.push_back(sub)
