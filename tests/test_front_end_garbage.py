@@ -67,3 +67,8 @@ def test_rules_the_normalizer_makes_are_left_out_of_the_cyclic_collector():
     grammar, _ = lower_json_schema_ir(SCHEMA)
     made = [r for r in normalize(grammar).rules if r not in set(grammar.rules)]
     assert made and not any(gc.is_tracked(r) or gc.is_tracked(r.rhs) for r in made)
+
+
+def test_rules_the_lowering_makes_are_left_out_of_the_cyclic_collector():
+    grammar, _ = lower_json_schema_ir(SCHEMA)
+    assert not any(gc.is_tracked(r) or gc.is_tracked(r.rhs) for r in grammar.rules)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from glrmask_ext.ir_rules import new_rule
+
 from ..budget import current_budget
 from ..errors import GrammarTooComplex, UnsupportedSchema
 from ..grammar.ir import Grammar, Rule, TerminalDef
@@ -203,7 +205,7 @@ class GrammarBuilder:
                 rhs = tuple(alt)
                 if rhs not in seen:
                     seen.add(rhs)
-                    rules.append(Rule(name, rhs))
+                    rules.append(new_rule(name, rhs))  # Rule(name, rhs), made natively
                     size += 1 + len(rhs)
         budget.check_size("front-end (JSON Schema)", size, "grammar", "max_symbols",
                             "rules and right-hand-side symbols")
