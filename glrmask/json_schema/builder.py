@@ -14,6 +14,7 @@ hold the IR to): the same rule and terminal order, names and patterns (see :func
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from glrmask_ext.ir_rules import new_rule
 
@@ -57,6 +58,7 @@ _LARK_ESCAPE = re.compile(
     r'(?:\\x([0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})|\\([xuU])|\\([nftr])|(/)|(\\)|\Z)')
 
 
+@lru_cache(maxsize=4096)
 def lark_pattern(regex: str) -> str:
     """The ``re`` pattern lark reads from :func:`lark_regex_literal` (`regex`), computed directly.
 
@@ -68,7 +70,7 @@ def lark_pattern(regex: str) -> str:
     vocabulary name only characters that are not regex-special, so the meaning is unchanged.
     (One ``re`` scan with a replacement per rewritten escape: terminal regexes run to kilobytes of
     escapes and character classes, and a loop over their characters was the lowering's largest
-    cost.)
+    cost. Memoized: most schemas share their string, number and punctuation terminals.)
     """
     if '\\' not in regex and '/' not in regex:
         return regex
