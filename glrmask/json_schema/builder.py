@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from glrmask_ext.grammar_prune import prune_rules
 from glrmask_ext.ir_rules import new_rule
 
 from ..budget import current_budget
@@ -139,8 +140,16 @@ class GrammarBuilder:
         if self._chars > self.max_chars:
             raise GrammarTooComplex(f"JSON Schema lowering: grammar larger than {self.max_chars} characters")
 
-    def prune(self, start: str) -> None:
-        """Drop unproductive alternatives and unreachable rules (linear worklist, no fixpoint sweeps)."""
+    def prune(self, start: str, *, native: bool = True) -> None:
+        """Drop unproductive alternatives and unreachable rules (linear worklist, no fixpoint sweeps).
+        ``native=False`` runs the Python reference below (the same result,
+        :func:`glrmask_ext.grammar_prune.prune_rules` is held to it)."""
+        if native:
+            pruned = prune_rules(self.rules, self.terminals, start)
+            if pruned is None:
+                raise UnsupportedSchema("the schema admits no JSON value (it is unsatisfiable)")
+            self.rules, self.terminals = pruned
+            return
         productive = set(self.terminals)
         # an alternative becomes productive when its last unproductive symbol does; ``missing[k]``
         # counts those of the k-th alternative that waits (``owner[k]`` its rule)
