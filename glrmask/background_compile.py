@@ -9,11 +9,20 @@ cache), and the parent loads it — validation and a memory map, milliseconds �
 requests to it. Dropping the ``Mask`` (or :meth:`BackgroundCompile.cancel`) terminates the worker,
 so no compile outlives the mask that wanted it.
 
-The worker is a fresh interpreter (``python -c`` running this module on ``DIR``), not a
-``multiprocessing`` child: forking a threaded server is unsafe, and ``spawn`` re-imports the
-user's main module (a script without a ``__main__`` guard would run again). It reads the grammar
-IR as JSON from ``DIR`` and the vocabulary (its token bytes, pickled by glrmask itself once per
-process; no tokenizer object), and writes the artifact or an error report to ``DIR``.
+The worker is a fresh interpreter (``python -c`` running this module), not a ``multiprocessing``
+child: forking a threaded server is unsafe, and ``spawn`` re-imports the user's main module (a
+script without a ``__main__`` guard would run again). It reads the grammar IR as JSON from its job
+folder ``DIR`` and the vocabulary (its token bytes, pickled by glrmask itself once per process; no
+tokenizer object), and writes the artifact or an error report to ``DIR``.
+
+A spare worker waits ready. Starting a worker costs the request that starts it: ``Popen`` returns
+only once the child has exec'd, which on a busy machine means once the scheduler ran it (tens of
+ms of the caller's wall time, measured: auto-mode compile wall p50 51 ms for 8 ms of CPU), and the
+interpreter's start-up competes with the first masks. So each worker is started ahead of need, in
+a background thread, and waits (niced, imports done) for one job folder on its stdin; a compile
+hands its folder to the spare and a new spare is started in the background. One job per worker
+process: a compile's memory goes back to the system when it ends. The spare exits when its stdin
+closes (this process exiting, or a fork's copy of the handle being dropped) and is killed at exit.
 """
 from __future__ import annotations
 
@@ -33,14 +42,14 @@ from .errors import GlrmaskError, GrammarTooComplex
 
 __all__ = ["BackgroundCompile"]
 
-_LIVE: dict[str, tuple] = {}  # job folder -> (worker, cancelled event) until its folder is removed
+_LIVE: dict = {}  # job folder -> its _Job until the folder is removed
 
 
 def _stop_all_at_exit() -> None:
     """At interpreter exit the watcher threads (daemons) never run again: stop whatever they
     left, synchronously (whichever order this and weakref's own exit hook run in)."""
-    for directory, (proc, cancelled) in list(_LIVE.items()):
-        BackgroundCompile._stop(proc, cancelled, directory)
+    for job in list(_LIVE.values()):
+        BackgroundCompile._stop(job)
 
 
 atexit.register(_stop_all_at_exit)
@@ -81,6 +90,8 @@ _BOOTSTRAP = ("import os, runpy\n"
               "try:\n    os.nice(%d)\nexcept (AttributeError, OSError):\n    pass\n"
               "runpy.run_module('glrmask.background_compile', run_name='__main__', alter_sys=True)\n"
               % WORKER_NICE)
+_NICE = shutil.which("nice")
+_SPARE_ARG = "--spare"  # the worker waits for its job folder on stdin (one line)
 """The worker's command (``python -c``): it lowers its priority before importing anything, so
 starting the interpreter, numpy and glrmask (a few hundred ms of CPU) does not compete with the
 parent's first masks either."""
@@ -109,64 +120,176 @@ def _worker(directory: str) -> None:
         raise
 
 
+class _Spare:
+    """The worker started ahead of need (module docstring). ``take()`` gives a running worker
+    that reads its job folder from stdin — the spare when it is ready, else one started now —
+    and starts the next spare in a background thread."""
+
+    _lock = threading.Lock()
+    _proc: Optional[subprocess.Popen] = None
+    _owner_pid = 0  # the process that started the spare (a fork's child must not use it)
+    _starting = False
+
+    @classmethod
+    def _start(cls) -> subprocess.Popen:
+        cmd = [sys.executable, "-c", _BOOTSTRAP, _SPARE_ARG]
+        if _NICE is not None:  # niced from exec on: even the interpreter's start-up yields
+            cmd = [_NICE, "-n", str(WORKER_NICE)] + cmd
+        return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    @classmethod
+    def _refill(cls) -> None:
+        try:
+            proc = cls._start()
+        except OSError:
+            proc = None
+        with cls._lock:
+            cls._starting = False
+            if proc is not None:
+                old, cls._proc, cls._owner_pid = cls._proc, proc, os.getpid()
+            else:
+                old = None
+        if old is not None:
+            cls._discard(old)
+
+    @staticmethod
+    def _discard(proc: subprocess.Popen) -> None:
+        try:
+            proc.stdin.close()  # the worker exits on end of input
+        except OSError:
+            pass
+        if proc.poll() is None:
+            proc.kill()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    @classmethod
+    def take(cls) -> subprocess.Popen:
+        with cls._lock:
+            proc = cls._proc if cls._owner_pid == os.getpid() else None
+            cls._proc = None
+            refill = not cls._starting
+            cls._starting = True
+        if refill:
+            threading.Thread(target=cls._refill, daemon=True, name="glrmask-spare-worker").start()
+        if proc is None or proc.poll() is not None:
+            proc = cls._start()
+        return proc
+
+    @classmethod
+    def stop(cls) -> None:
+        """Stop the spare (interpreter exit)."""
+        with cls._lock:
+            proc, cls._proc = cls._proc, None
+            mine = cls._owner_pid == os.getpid()
+        if proc is not None and mine:
+            cls._discard(proc)
+
+
+atexit.register(_Spare.stop)
+
+
+class _Job:
+    """One compile's worker, started by the watcher thread (off the request's path): ``proc`` is
+    None until then; ``cancelled`` may be set before, during or after the start."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.proc: Optional[subprocess.Popen] = None
+        self.cancelled = threading.Event()
+        self.started = threading.Event()
+        self.lock = threading.Lock()
+
+    def start(self) -> None:
+        """Hand the job folder to the spare worker (or to a worker started now)."""
+        try:
+            proc = _Spare.take()
+            try:
+                proc.stdin.write((self.directory + "\n").encode("utf-8"))
+                proc.stdin.close()
+            except OSError:  # the spare died since it was checked
+                proc = subprocess.Popen([sys.executable, "-c", _BOOTSTRAP, self.directory],
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+            with self.lock:
+                self.proc = proc
+            if self.cancelled.is_set():
+                self.kill()
+        finally:
+            self.started.set()
+
+    def kill(self) -> None:
+        with self.lock:
+            proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+
+
 class BackgroundCompile:
     """One static compile in a worker process for the mask ``owner``. ``on_done(mask)`` is called
     in a watcher thread with the loaded static mask, or ``on_error(error)`` with a
-    :class:`GlrmaskError`; neither is called once the owner is gone or the compile cancelled."""
+    :class:`GlrmaskError`; neither is called once the owner is gone or the compile cancelled.
+    The caller only writes the job folder: the watcher thread starts (takes) the worker."""
 
     def __init__(self, owner, grammar_json: str, vocab, limits: Optional[dict], cache_dir: Optional[str],
                  on_done: Callable, on_error: Callable) -> None:
         """``on_done(owner, loaded_mask)`` / ``on_error(owner, error)`` are plain functions (a bound
         method would keep the owner alive and defeat the cancellation)."""
-        self._dir = tempfile.mkdtemp(prefix="glrmask-compile-")
-        out_path = os.path.join(self._dir, "mask.glrm")
-        err_path = os.path.join(self._dir, "error.json")
-        with open(os.path.join(self._dir, "job.json"), "w", encoding="utf-8") as f:
+        directory = tempfile.mkdtemp(prefix="glrmask-compile-")
+        out_path = os.path.join(directory, "mask.glrm")
+        err_path = os.path.join(directory, "error.json")
+        with open(os.path.join(directory, "job.json"), "w", encoding="utf-8") as f:
             json.dump({"grammar": grammar_json, "limits": limits, "vocab": _vocab_file(vocab),
                        "cache_dir": None if cache_dir is None else str(cache_dir)}, f)
-        self._proc = subprocess.Popen([sys.executable, "-c", _BOOTSTRAP, self._dir],
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self._cancelled = threading.Event()
-        _LIVE[self._dir] = (self._proc, self._cancelled)
+        self._job = job = _Job(directory)
+        _LIVE[directory] = job
         owner_ref = weakref.ref(owner)
         # the watcher holds only a weak reference: dropping the mask cancels the compile
         # (at interpreter exit too: the finalizer stops the worker and removes the job folder)
-        weakref.finalize(owner, BackgroundCompile._dropped, self._proc, self._cancelled, self._dir)
+        weakref.finalize(owner, BackgroundCompile._dropped, job)
         self._thread = threading.Thread(
             target=BackgroundCompile._watch, daemon=True, name="glrmask-static-compile-watch",
-            args=(self._proc, self._cancelled, self._dir, out_path, err_path, vocab, owner_ref, on_done, on_error))
+            args=(job, out_path, err_path, vocab, owner_ref, on_done, on_error))
         self._thread.start()
 
     @staticmethod
-    def _dropped(proc, cancelled: threading.Event, directory: str) -> None:
+    def _dropped(job: _Job) -> None:
         """The mask was dropped (this runs wherever the collector freed it: inside some later
         request's mask, typically): kill the worker and return at once; the watcher thread, which
         waits on it, reaps it and removes the job folder. Waiting here cost ~15 ms of the caller's
         time per dropped mask. At interpreter exit :func:`_stop_all_at_exit` finishes the job."""
-        cancelled.set()
-        if proc.poll() is None:
-            proc.kill()
+        job.cancelled.set()
+        job.kill()
 
     @staticmethod
-    def _stop(proc, cancelled: threading.Event, directory: str) -> None:
+    def _stop(job: _Job) -> None:
         """Stop the worker and remove its job folder (here, not only in the watcher: the watcher is
         a daemon thread, which never runs again once the interpreter exits)."""
-        cancelled.set()
-        if proc.poll() is None:
+        job.cancelled.set()
+        job.started.wait(10)
+        with job.lock:
+            proc = job.proc
+        if proc is not None and proc.poll() is None:
             proc.terminate()
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        shutil.rmtree(directory, ignore_errors=True)
-        _LIVE.pop(directory, None)
+        shutil.rmtree(job.directory, ignore_errors=True)
+        _LIVE.pop(job.directory, None)
 
     @staticmethod
-    def _watch(proc, cancelled, directory, out_path, err_path, vocab, owner_ref, on_done, on_error) -> None:
+    def _watch(job: _Job, out_path, err_path, vocab, owner_ref, on_done, on_error) -> None:
         try:
-            code = proc.wait()
-            if cancelled.is_set():
+            if job.cancelled.is_set():
+                job.started.set()
+                return
+            job.start()
+            code = job.proc.wait()
+            if job.cancelled.is_set():
                 return
             if os.path.exists(out_path) and code == 0:
                 from .mask_artifact import load_mask
@@ -186,12 +309,12 @@ class BackgroundCompile:
             if owner is not None:
                 (on_error if isinstance(result, GlrmaskError) else on_done)(owner, result)
         finally:
-            shutil.rmtree(directory, ignore_errors=True)
-            _LIVE.pop(directory, None)
+            shutil.rmtree(job.directory, ignore_errors=True)
+            _LIVE.pop(job.directory, None)
 
     def cancel(self) -> None:
         """Stop the worker (nothing is switched afterwards)."""
-        BackgroundCompile._stop(self._proc, self._cancelled, self._dir)
+        BackgroundCompile._stop(self._job)
 
     def join(self, timeout: Optional[float] = None) -> None:
         self._thread.join(timeout)
@@ -200,10 +323,18 @@ class BackgroundCompile:
         return self._thread.is_alive()
 
     @property
-    def pid(self) -> int:
-        """The worker's process id (for tests and monitoring)."""
-        return self._proc.pid
+    def pid(self) -> Optional[int]:
+        """The worker's process id once the watcher started it (for tests and monitoring)."""
+        self._job.started.wait(10)
+        proc = self._job.proc
+        return None if proc is None else proc.pid
 
 
 if __name__ == "__main__":
-    _worker(sys.argv[1])
+    if sys.argv[1] == _SPARE_ARG:  # a spare: preload the compiler, then wait for a job folder
+        from . import api as _api  # noqa: F401
+        job = sys.stdin.readline().strip()
+        if job:
+            _worker(job)
+    else:
+        _worker(sys.argv[1])

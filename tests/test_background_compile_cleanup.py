@@ -19,10 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Runs in a fresh interpreter: starts an auto-mode compile and exits while it is still running.
 _EXIT_WHILE_COMPILING = """
+import glob, time
 import glrmask
 mask = glrmask.compile("grammars/sql.lark", glrmask.Vocab.default(), mode="auto")
 assert mask.static_compile_pid is not None, "the compile ended before the process did"
-print(mask.static_compile_pid, flush=True)
+time.sleep(0.5)  # the next compile's spare worker is started meanwhile
+children = {int(p) for f in glob.glob("/proc/self/task/*/children") for p in open(f).read().split()}
+print(mask.static_compile_pid, *sorted(children), flush=True)
 """
 
 
@@ -45,20 +48,27 @@ def exited_while_compiling(tmp_path_factory) -> tuple[Path, int]:
     done = subprocess.run([sys.executable, "-c", _EXIT_WHILE_COMPILING], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    worker = int(done.stdout.split()[0])
+    worker, *children = (int(x) for x in done.stdout.split())
     deadline = time.monotonic() + 30
-    while not _gone(worker) and time.monotonic() < deadline:
+    while not all(_gone(p) for p in (worker, *children)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return tmp, worker
+    return tmp, worker, children
 
 
 def test_exiting_while_an_auto_compile_runs_stops_the_worker(exited_while_compiling):
-    _tmp, worker = exited_while_compiling
+    _tmp, worker, _children = exited_while_compiling
     assert _gone(worker), "the compile worker outlived the process that started it"
 
 
+def test_exiting_leaves_no_worker_process_at_all(exited_while_compiling):
+    """The spare worker, started ahead of the next compile, goes with the process too."""
+    _tmp, _worker, children = exited_while_compiling
+    assert children, "the process had no worker process to check"
+    assert [p for p in children if not _gone(p)] == []
+
+
 def test_exiting_while_an_auto_compile_runs_leaves_no_job_folder(exited_while_compiling):
-    tmp, _worker = exited_while_compiling
+    tmp, _worker, _children = exited_while_compiling
     assert sorted(p.name for p in tmp.iterdir()) == []
 
 
