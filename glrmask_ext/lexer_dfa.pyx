@@ -209,20 +209,28 @@ def explore_states(lexer, list starts, int64_t max_states, check):
     cdef vector[int32_t] trans
     cdef vector[int32_t] evs
     cdef vector[int32_t] succ
-    cdef vector[int32_t] seq
     cdef vector[int32_t] tw
     cdef vector[int32_t] res_t
     cdef vector[int32_t] res_e
     cdef vector[const int32_t*] lane_gid
     cdef vector[const int32_t*] lane_nxt
     cdef vector[const int32_t*] lane_ev
-    cdef int64_t q, q2, i, head = 0
-    cdef int32_t L, k, ncls, j, m, g, nx, e, pidx, x
+    cdef vector[int32_t] succ_vec, seq_vec  # a successor's lanes / event-list ids, in lane order
+    cdef int32_t* succ_buf
+    cdef int32_t* seq_buf
+    cdef vector[int32_t] new_cls, relabel
+    cdef vector[int64_t] stamp
+    new_cls.resize(256)
+    stamp.resize(256 * 256, -1)
+    relabel.resize(256 * 256)
+    cdef int64_t q, q2, i, head = 0, gen = 0
+    cdef int32_t L, k, ncls, j, m, g, nx, e, pidx, x, n_new, c0, y, nsucc, nseq
     cdef uint64_t h
     cdef size_t lo, base
     cdef string key
     cdef const uint8_t* cls
     cdef const uint8_t* reps
+    cdef const int32_t* gt
 
     start_index = {}
     for q_obj in starts:
@@ -257,85 +265,108 @@ def explore_states(lexer, list starts, int64_t max_states, check):
             L = st.lanes[lo + j]
             if lanes.off[L] < 0:
                 lanes.list_lane(L)
+        tw.resize(m)
+        for j in range(m):
+            tw[j] = lanes.term[st.lanes[lo + j]]
         lane_gid.resize(m)
         lane_nxt.resize(m)
         lane_ev.resize(m)
-        tw.resize(m)
-        for j in range(m):
-            L = st.lanes[lo + j]
-            t = lanes.term[L]
-            tw[j] = t
-            lane_gid[j] = &gid[<size_t>t * 256]
-            lane_nxt[j] = &lanes.nxt[lanes.off[L]]
-            lane_ev[j] = &lanes.ev[lanes.off[L]]
-        # the joint byte classes of this set of live terminals
-        key = _key32(tw.data(), tw.size())
-        pt = parts.find(key)
-        if pt == parts.end():
-            cls_py, reps_py = lexer._partition_of(tuple([tw[j] for j in range(m)]))
-            pidx = <int32_t>(part_reps_ptr.size() - 1)
-            parts[key] = pidx
-            for b in range(256):
-                part_cls.push_back(<uint8_t>(<int>cls_py[b]))
-            for r in reps_py:
-                part_reps_flat.push_back(<uint8_t>(<int>r))
-            part_reps_ptr.push_back(part_reps_flat.size())
-        else:
-            pidx = cython.operator.dereference(pt).second
-        cls = &part_cls[<size_t>pidx * 256]
-        reps = &part_reps_flat[part_reps_ptr[pidx]]
-        ncls = part_reps_ptr[pidx + 1] - part_reps_ptr[pidx]
-        res_t.resize(ncls)
-        res_e.resize(ncls)
+        if <int32_t>succ_vec.size() < m:
+            succ_vec.resize(m)
+            seq_vec.resize(m)
+        succ_buf = succ_vec.data()
+        seq_buf = seq_vec.data()
         with nogil:  # Python only for what is new: a joint state to intern, an event list
+            # the joint byte classes of this set of live terminals (Lexer.byte_classes): bytes
+            # every live terminal's groups put together, numbered by their smallest byte
+            key = _key32(tw.data(), tw.size())
+            pt = parts.find(key)
+            if pt == parts.end():
+                pidx = <int32_t>(part_reps_ptr.size() - 1)
+                parts[key] = pidx
+                for b in range(256):
+                    new_cls[b] = 0
+                for j in range(m):  # refine by each terminal's groups, renumbering as we go
+                    gt = &gid[<size_t>tw[j] * 256]
+                    n_new = 0
+                    gen += 1
+                    for b in range(256):
+                        y = new_cls[b] * 256 + gt[b]
+                        if stamp[y] != gen:
+                            stamp[y] = gen
+                            relabel[y] = n_new
+                            n_new += 1
+                        new_cls[b] = relabel[y]
+                for b in range(256):
+                    part_cls.push_back(<uint8_t>new_cls[b])
+                c0 = 0
+                for b in range(256):
+                    if new_cls[b] == c0:
+                        part_reps_flat.push_back(<uint8_t>b)
+                        c0 += 1
+                part_reps_ptr.push_back(part_reps_flat.size())
+            else:
+                pidx = cython.operator.dereference(pt).second
+            cls = &part_cls[<size_t>pidx * 256]
+            reps = &part_reps_flat[part_reps_ptr[pidx]]
+            ncls = part_reps_ptr[pidx + 1] - part_reps_ptr[pidx]
+            res_t.resize(ncls)
+            res_e.resize(ncls)
+            for j in range(m):
+                L = st.lanes[lo + j]
+                lane_gid[j] = &gid[<size_t>tw[j] * 256]
+                lane_nxt[j] = &lanes.nxt[lanes.off[L]]
+                lane_ev[j] = &lanes.ev[lanes.off[L]]
             for k in range(ncls):
                 b = reps[k]
-                succ.clear()
-                seq.clear()
+                nsucc = 0
+                nseq = 0
                 for j in range(m):
                     g = lane_gid[j][b]
                     nx = lane_nxt[j][g]
                     e = lane_ev[j][g]
                     if nx >= 0:
-                        succ.push_back(nx)
+                        succ_buf[nsucc] = nx
+                        nsucc += 1
                     if e:
-                        seq.push_back(e)
+                        seq_buf[nseq] = e
+                        nseq += 1
                 # the successor
-                if succ.size() == 0:
+                if nsucc == 0:
                     res_t[k] = -1
                 else:
-                    h = _seq_hash(succ.data(), <int64_t>succ.size())
-                    x = st.find(succ.data(), <int64_t>succ.size(), h)
+                    h = _seq_hash(succ_buf, nsucc)
+                    x = st.find(succ_buf, nsucc, h)
                     if x < 0:
                         with gil:
                             if <int64_t>st.lazy.size() >= max_states:
                                 raise GrammarTooComplex(
                                     f"lexer DFA export: more than {max_states} reachable lexer states "
                                     "(limit max_states)")
-                            q2 = lexer._intern_joint(tuple([(lanes.term[succ[j]], lanes.lstate[succ[j]])
-                                                            for j in range(<int32_t>succ.size())]))
-                            x = st.add(succ.data(), <int64_t>succ.size(), h, q2)
+                            q2 = lexer._intern_joint(tuple([(lanes.term[succ_buf[j]], lanes.lstate[succ_buf[j]])
+                                                            for j in range(nsucc)]))
+                            x = st.add(succ_buf, nsucc, h, q2)
                     res_t[k] = x
                 # the events
-                if seq.size() == 0:
+                if nseq == 0:
                     res_e[k] = 0
                 else:
-                    key = _key32(seq.data(), seq.size())
+                    key = _key32(seq_buf, <size_t>nseq)
                     pt = ev_seq_ids.find(key)
                     if pt == ev_seq_ids.end():
                         with gil:
                             flat = []
-                            for j in range(<int32_t>seq.size()):
-                                flat.extend(lanes.ev_lists[seq[j]])
+                            for j in range(nseq):
+                                flat.extend(lanes.ev_lists[seq_buf[j]])
                             e = <int32_t>len(ev_lists)
                             ev_lists.append(tuple(flat))
                             ev_seq_ids[key] = e
                         res_e[k] = e
                     else:
                         res_e[k] = cython.operator.dereference(pt).second
-        for b in range(256):
-            trans[base + b] = res_t[cls[b]]
-            evs[base + b] = res_e[cls[b]]
+            for b in range(256):
+                trans[base + b] = res_t[cls[b]]
+                evs[base + b] = res_e[cls[b]]
 
     cdef int64_t n = <int64_t>st.lazy.size()
     states = [st.lazy[i] for i in range(n)]
