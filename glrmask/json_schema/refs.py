@@ -72,7 +72,12 @@ class SchemaRefs:
         self.root_uri = uri.split('#', 1)[0] or ROOT_URI
         self.registry = referencing.Registry().with_resource(self.root_uri, resource).crawl()
         self._base: dict[int, str] = {}
-        self._walk_resources(resource, self.root_uri)
+        # The crawl registered every resource under its id joined to its parent's URI; when that
+        # left the root's alone, every base URI is the root's, which the pointer walk gives every
+        # node anyway, so the second walk over the resources (as long as the crawl) is skipped.
+        # (It could raise nothing the crawl did not: the crawl reads the same ids and subresources.)
+        if len(self.registry) > 1:
+            self._walk_resources(resource, self.root_uri)
 
     def _walk_resources(self, resource: referencing.Resource, base: str) -> None:
         todo = [(resource, base)]
