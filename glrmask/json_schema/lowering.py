@@ -1678,28 +1678,39 @@ _CHECKED_KEYWORDS = frozenset().union(
 def _malformed_keywords(root: Any, limit: int = 50) -> list[str]:
     """Every malformed keyword value in the document's schema positions, with its JSON pointer."""
     out: list[str] = []
-    todo: list[tuple[Any, str]] = [(root, '')]
+    # a node's path is (parent's path, key) and its pointer is written only for a message
+    todo: list[tuple[Any, Any]] = [(root, None)]
     seen: set[int] = set()
     while todo and len(out) < limit:
-        node, ptr = todo.pop()
+        node, path = todo.pop()
         if not isinstance(node, dict) or id(node) in seen:
             if not isinstance(node, (dict, bool)):
-                out.append(f"#{_shorten(ptr)}: schema must be an object or boolean, got {type(node).__name__}")
+                out.append(f"#{_shorten(_pointer(path))}: schema must be an object or boolean, got {type(node).__name__}")
             continue
         seen.add(id(node))
         for k, v in node.items():
             msg = _malformed(k, v)
             if msg is not None:
-                out.append(f"#{_shorten(ptr_join(ptr, k))}: {msg}")
+                out.append(f"#{_shorten(_pointer((path, k)))}: {msg}")
                 continue
-            p = ptr_join(ptr, k)
             if k in SCHEMA_KEYWORDS or (k == 'items' and isinstance(v, dict)):
-                todo.append((v, p))
+                todo.append((v, (path, k)))
             elif k in SCHEMA_MAP_KEYWORDS or k == 'dependencies':
-                todo += [(x, ptr_join(p, name)) for name, x in v.items() if not isinstance(x, list)]
+                p = (path, k)
+                todo += [(x, (p, name)) for name, x in v.items() if not isinstance(x, list)]
             elif k in SCHEMA_LIST_KEYWORDS or (k == 'items' and isinstance(v, list)):
-                todo += [(x, ptr_join(p, i)) for i, x in enumerate(v)]
+                p = (path, k)
+                todo += [(x, (p, i)) for i, x in enumerate(v)]
     return out
+
+
+def _pointer(path: Any) -> str:
+    """The JSON pointer of a ``(parent path, key)`` chain (None: the root)."""
+    keys = []
+    while path is not None:
+        path, k = path
+        keys.append(k)
+    return ptr_join('', *reversed(keys))
 
 
 def _structural(s: Any) -> Any:
