@@ -59,6 +59,7 @@ class SchemaRefs:
         else:
             raise RefError(f"the schema's resources cannot be registered: {error}")
         self._ptr: dict[int, str] = {}
+        self._resolved: dict[tuple[str, str], Any] = {}  # (base URI, $ref) -> (target, pointer) or its RefError
         self.dynamic_anchors: dict[str, int] = {}  # $dynamicAnchor name -> how many nodes declare it
         self._walk_pointers(root)
         # drafts 3-7: "all other properties in a $ref object MUST be ignored" (2019-09 made them apply)
@@ -133,8 +134,25 @@ class SchemaRefs:
         return target, ptr
 
     def resolve(self, ref: str, at: Any) -> tuple[Any, str]:
-        """``(target schema, its JSON pointer)`` for the `$ref` value `ref` found in node `at`."""
-        resolver = self.registry.resolver(base_uri=self.base_of(at))
+        """``(target schema, its JSON pointer)`` for the `$ref` value `ref` found in node `at`.
+
+        Memoized per base URI and reference (the registry and the document do not change): a
+        schema refers to the same definitions from many places, and each lookup walks the
+        pointer through ``referencing``'s subresource checks again."""
+        key = (self.base_of(at), ref)
+        got = self._resolved.get(key)
+        if got is None:
+            try:
+                got = self._resolve(ref, key[0])
+            except RefError as e:
+                got = e
+            self._resolved[key] = got
+        if isinstance(got, RefError):
+            raise RefError(*got.args)  # (a fresh one each time, with the same message)
+        return got
+
+    def _resolve(self, ref: str, base: str) -> tuple[Any, str]:
+        resolver = self.registry.resolver(base_uri=base)
         try:
             resolved = resolver.lookup(ref)
         except referencing.exceptions.NoSuchAnchor:
