@@ -221,5 +221,16 @@ ANY_CHAR = encode_class(ANY)
 @lru_cache(maxsize=8192)
 def encode_string_literal(s: str) -> str:
     """Regex for the encoded content of exactly the decoded string `s` (every JSON spelling).
-    Cached: a schema spells the same property names and enum values many times."""
-    return ''.join(encode_class(((ord(c), ord(c)),)) for c in s)
+    Cached: a schema spells the same property names and enum values many times (and each
+    character's regex once: :func:`encode_class` of one code point)."""
+    out = []
+    for c in s:
+        r = _CHAR_REGEX.get(c, _UNSEEN)
+        if r is _UNSEEN:
+            r = _CHAR_REGEX[c] = encode_class(((ord(c), ord(c)),))
+        out.append(r)
+    return ''.join(out)
+
+
+_CHAR_REGEX: dict[str, str | None] = {}
+_UNSEEN = object()
