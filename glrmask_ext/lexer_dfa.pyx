@@ -6,22 +6,26 @@ Why native. Exporting the lazy lexer visits every reachable joint state over all
 JSON Schema with a few hundred terminals has thousands of joint states of sixty-odd live lanes
 each, and assembling their successors in Python (per lane, per byte group, per joint byte class,
 a tuple and a dict lookup) cost more than stepping the lanes themselves. Here a joint state is a
-vector of lane indices, a lane's transitions are a dense row over its terminal's byte groups, and
-a successor is hashed as a byte string of ``(terminal, lane state)`` words: Python is only called
-when something is new — a lane whose transitions the lexer has not listed yet
-(``Lexer._lane_live``, which steps the lane in Python: the semantics stay in one place), a set of
-live terminals whose byte classes are unknown (``Lexer._partition_of``), a joint state the lexer
-must intern (``Lexer._intern_joint``, so lazy ids stay the lexer's), a new event list.
+vector of lane indices (one per ``(terminal, lane state)`` pair), a lane's transitions are a dense
+row over its terminal's byte groups holding the successor's lane index, joint byte classes are
+computed by refining the live terminals' groups, and a successor is found in an open-addressing
+table by a hash of its lane indices. The per-class loop runs without the GIL. Python is called
+only for what is new: a lane whose transitions the lexer has not listed yet
+(``Lexer._lane_live``, which steps the lane in Python: the semantics stay in one place), a joint
+state the lexer must intern (``Lexer._intern_joint``, so lazy ids stay the lexer's), a new event
+list, and (:func:`lane_futures`) a lane's futures (``Lexer._lane_future``).
 
 Identical output. States are visited breadth-first in the order of :func:`glrmask.lexer.dfa.
 _explore_states` (successors by ascending joint byte class, i.e. by smallest byte), lanes are
 listed in each state's lane order and joint states interned in class order, exactly as
 :meth:`Lexer.row` does, so the lexer hands out the same lazy ids, and event lists are numbered by
-first occurrence. The partition refinement computes the unique coarsest stable partition, as
-:func:`glrmask.lexer.dfa._refine` does; the caller renumbers classes canonically.
+first occurrence. The partition refinement (:func:`refine`) computes the coarsest stable partition
+with the same incremental rounds as :func:`glrmask.lexer.dfa._refine`; the caller renumbers
+classes canonically, so only the partition matters.
 
-Memory. The lazy lexer's per-state memo rows (``_js_rows``) are not filled: the export does not
-need them and a later :meth:`Lexer.step` on these states rebuilds them from the lane memo.
+Memory. The lazy lexer's per-state memo rows (``_js_rows``, ``_js_cls``) are not filled: the
+export does not need them, and a later :meth:`Lexer.step` or :meth:`Lexer.row` on these states
+rebuilds them from the lane memo. Transition and event tables are ``int32`` and copied out once.
 """
 cimport cython
 import numpy as np
@@ -418,7 +422,6 @@ def lane_futures(lexer, lane_lists, int n_words, check):
     return out
 
 
-
 def row_labels(const uint64_t[:, ::1] a, const int32_t[:, ::1] b):
     """``int64[m]``: equal labels iff the rows ``(a[i], b[i])`` are equal (exact: each row is
     hashed as one byte string and compared whole); labels numbered by first occurrence."""
@@ -455,6 +458,8 @@ def refine(const int64_t[::1] init, const int32_t[:, ::1] targets, check, str st
     candidates keep it otherwise, their row cannot have changed). Returns ``int64[n]`` labels
     (any numbering: the caller renumbers canonically). ``check(stage)`` runs once per round."""
     cdef int64_t n = targets.shape[0], k = targets.shape[1]
+    if init.shape[0] != n:
+        raise ValueError(f"refine: {init.shape[0]} initial labels for {n} states")
     out = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] cls = out
     if n == 0:
@@ -482,6 +487,8 @@ def refine(const int64_t[::1] init, const int32_t[:, ::1] targets, check, str st
     for i in range(n):
         for j in range(k):
             y = targets[i, j]
+            if y >= n:
+                raise ValueError(f"refine: state {i} targets {y}, past the {n} states")
             if y >= 0:
                 pptr[y + 1] += 1
     for i in range(n):

@@ -29,6 +29,13 @@ refined against the condition classes (Moore's algorithm, vectorized: each round
 ``(class, class of target per byte)`` with ``np.unique``). Ids are canonical: classes are numbered
 by their first member in the exploration order (breadth-first from ``lexer.initial``, then the
 extra start states), so the same terminals always give the same arrays.
+
+Speed: the loops over states run in :mod:`glrmask_ext.lexer_dfa` (``native=True``, the default):
+breadth-first exploration over joint states held as vectors of lane indices, the futures bitsets
+and the refinement; Python is called only for what the lexer itself must compute (a lane's
+transitions, its futures, a new joint state's lazy id) and for new event lists. The Python loops
+below stay as the reference (``native=False``), and both give the same arrays, id for id
+(tests/test_lexer_dfa_native.py).
 """
 from __future__ import annotations
 
@@ -52,9 +59,13 @@ FALSE = 1
 _UNEXPLORED = -2  # in the lazy-id maps: the lexer interned this id, but the export never saw it
 
 DEFAULT_MAX_STATES = 65_536
-"""Default export budget (``limits["lexer"]["max_states"]``): the export and its minimization hold
-about 24 KB per lexer state (transition and event rows, refinement temporaries), so this caps the
-stage near 1.5 GiB; the largest benchmark schema's lexer has ~2,300 states."""
+"""Default export budget (``limits["lexer"]["max_states"]``), a memory bound: the native export and
+its minimization peak at about 11 KB per explored state (int32 transition and event rows, their
+copies out, refinement temporaries; WashingtonPost #0's 76,169 states grow the process by
+~820 MB), so this caps the stage near 0.7 GiB. The first three schemas of every JSONSchemaBench
+split need at most 13,858 (JsonSchemaStore #0); WashingtonPost #0, past it, would next stop at
+the Terminal DWA's ``max_boundary_states`` (its 39,767 minimized states leave more than 20,000 at
+token boundaries), so a larger default would only move that refusal seconds later."""
 
 _ARRAY_NAMES = (
     "trans", "ev_ptr", "ev_term", "ev_cond", "futures", "cond_trans", "cond_at_end",
