@@ -480,6 +480,17 @@ class VocabTrie:
         """Half-open interval ``[lo, hi)`` of internal ids of the tokens at or below ``node``."""
         return int(self.node_subtree_lo[node]), int(self.node_subtree_hi[node])
 
+    def subtree_bytes(self) -> np.ndarray:
+        """``uint64[n_nodes, 4]``: the bytes spelled anywhere below each node (a 256-bit set),
+        computed once per trie. A walk whose lexer state loops on every byte below a node takes
+        the node's whole subtree at once (the Terminal DWA build, dynamic lexeme memos)."""
+        hit = self.__dict__.get("_subtree_bytes")
+        if hit is None:
+            hit = _native.subtree_byte_sets(self.child_ptr, self.child_byte, self.child_node)
+            hit.setflags(write=False)
+            self.__dict__["_subtree_bytes"] = hit
+        return hit
+
     def child(self, node: int, byte: int) -> int:
         """The child of ``node`` along ``byte``, or -1."""
         lo, hi = int(self.child_ptr[node]), int(self.child_ptr[node + 1])

@@ -357,6 +357,9 @@ ctypedef struct CTables:
     const int32_t* tr_end
     const int32_t* i2o_ptr
     const int32_t* i2o_ids
+    const uint64_t* tr_subbytes  # per node, 4 words: the bytes below it (NULL: not given)
+    const int32_t* tr_sub_lo     # per node, the internal ids of its subtree's tokens
+    const int32_t* tr_sub_hi
     # expansion cache
     int* slot_flag
     uint64_t* slot_hash
@@ -773,6 +776,20 @@ cdef class Tables:
         t.tr_end = _i32(g["tr_node_subtree_end"])
         t.i2o_ptr = _i32(g["tr_i2o_ptr"])
         t.i2o_ids = _i32(g["tr_i2o_ids"])
+        if "node_subtree_bytes" in trie and "node_subtree_lo" in trie and "node_subtree_hi" in trie:
+            sb = np.ascontiguousarray(trie["node_subtree_bytes"], dtype=np.uint64)
+            lo = np.ascontiguousarray(trie["node_subtree_lo"], dtype=np.int32)
+            hi = np.ascontiguousarray(trie["node_subtree_hi"], dtype=np.int32)
+            n_int = g["tr_i2o_ptr"].shape[0] - 1
+            if (sb.shape != (n, 4) or lo.shape[0] != n or hi.shape[0] != n
+                    or (n and (lo.min() < 0 or (hi < lo).any() or hi.max() > n_int))):
+                raise ValueError("runtime: inconsistent trie subtree arrays")
+            self._keep["tr_subbytes"] = sb
+            self._keep["tr_sub_lo"] = lo
+            self._keep["tr_sub_hi"] = hi
+            t.tr_subbytes = <const uint64_t*>cnp.PyArray_DATA(sb)
+            t.tr_sub_lo = _i32(lo)
+            t.tr_sub_hi = _i32(hi)
         glr_store_i32(&t.tr_n, <int32_t>n)  # published last: a reader that sees it sees the rest
 
     def attach_dynamic(self, LazyLexer lexer, dict trie, object resolve) -> None:
@@ -849,6 +866,8 @@ ctypedef struct CFamily:
     int64_t h_grows        # hash-table rebuilds (a walk's speculative nodes are undone unless one happened)
     IVec m_front           # seqs whose stacks a mask is computing (a stack of ids)
     IVec m_lvlq            # lexeme-memo build: the lexer state of each trie level
+    int32_t lp_key[64]     # looping bytes of recent lexer states (key q + 1; 0: empty slot)
+    uint64_t lp_words[256]
     IVec m_cache           # per seq of the memo being evaluated: offset of its stacks in m_cpool
     IVec m_cpool           # … ([n, nodes…]), -1 dead, -2 not computed yet
     IVec m_key             # the configuration key of the mask being computed (shared cache)
@@ -2154,6 +2173,35 @@ cdef int _survives_r(const CTables* t, CFamily* f, int32_t q2, const uint64_t* r
     return 0
 
 
+cdef const uint64_t* _loop_words(const CTables* t, CFamily* f, int32_t q) noexcept nogil:
+    """The bytes on which lexer state ``q`` steps to itself with no event, as 4 words — known
+    entries only (one not explored yet is no loop, so the set only errs towards fewer bytes) —
+    cached per family in a small direct-mapped table (cleared when a memo build starts)."""
+    cdef int slot = q & 63
+    cdef uint64_t* w = &f.lp_words[slot * 4]
+    cdef int32_t* row
+    cdef int32_t* evr
+    cdef Py_ssize_t z
+    cdef int b
+    if f.lp_key[slot] == q + 1:
+        return w
+    w[0] = 0; w[1] = 0; w[2] = 0; w[3] = 0
+    if not t.lazy:
+        for b in range(256):
+            z = <Py_ssize_t>q * 256 + b
+            if t.lex_trans[z] == q and t.ev_ptr[z + 1] == t.ev_ptr[z]:
+                w[b >> 6] |= (<uint64_t>1) << (b & 63)
+    else:
+        row = <int32_t*>glr_load_ptr(<void* const*>&t.lz.trans[q])
+        evr = <int32_t*>glr_load_ptr(<void* const*>&t.lz.evref[q])
+        if row != NULL and evr != NULL:
+            for b in range(256):
+                if glr_load_i32(&row[b]) == q and evr[b] < 0:
+                    w[b >> 6] |= (<uint64_t>1) << (b & 63)
+    f.lp_key[slot] = q + 1
+    return w
+
+
 cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
     """The lexer-only walk of trie nodes ``[lo, hi)`` (parent state at level ``depth(lo) - 1`` of
     ``m_lvlq``) into the memo being built: a lane that does not survive ``m.rbits`` is a dead
@@ -2163,6 +2211,9 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
     cdef int32_t d, qp, q2, tok
     cdef const int32_t* ev_t
     cdef const int32_t* ev_c
+    cdef const uint64_t* lw
+    cdef const uint64_t* sb
+    cdef int32_t a, z
     cdef int sv
     while i < hi:
         d = t.tr_depth[i]
@@ -2196,6 +2247,23 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
             for k in range(t.i2o_ptr[tok], t.i2o_ptr[tok + 1]):
                 if iv_push(&m.b_pairs, t.i2o_ids[k]):
                     return -1
+        if q2 == qp and t.tr_subbytes != NULL and t.tr_end[i] > i + 1:
+            # in a loop (a string's body): when every byte below loops too, every token below
+            # ends in q2, which survives — take them all, in trie order, without stepping
+            lw = _loop_words(t, f, q2)
+            sb = t.tr_subbytes + 4 * i
+            if ((sb[0] & ~lw[0]) | (sb[1] & ~lw[1]) | (sb[2] & ~lw[2]) | (sb[3] & ~lw[3])) == 0:
+                a = t.tr_sub_lo[i] + (1 if tok >= 0 else 0)
+                z = t.tr_sub_hi[i]
+                if a < z:
+                    a = t.i2o_ptr[a]
+                    z = t.i2o_ptr[z]
+                    if iv_reserve(&m.b_pairs, m.b_pairs.n + (z - a)):
+                        return -1
+                    memcpy(m.b_pairs.d + m.b_pairs.n, t.i2o_ids + a, (z - a) * sizeof(int32_t))
+                    m.b_pairs.n += z - a
+                i = t.tr_end[i]
+                continue
         i += 1
     return 0
 
@@ -2210,6 +2278,7 @@ cdef int _memo_build(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
     cdef int32_t oid
     if iv_reserve(LQ, t.tr_max_depth + 2):
         return R_NOMEM
+    memset(f.lp_key, 0, sizeof(f.lp_key))  # entries explored since may loop now
     if not m.lex_done:
         if not m.started:
             m.started = 1

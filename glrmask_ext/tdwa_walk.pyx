@@ -170,28 +170,6 @@ cdef extern from *:
         vector[vector[int32_t]] ows, ecs
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
-def subtree_byte_sets(const int32_t[::1] child_ptr, const unsigned char[::1] child_byte,
-                      const int32_t[::1] child_node):
-    """``uint64[n_nodes, 4]``: the set of bytes spelled anywhere below each trie node (children
-    have higher ids than their parent, so one reverse pass suffices)."""
-    cdef Py_ssize_t n = child_ptr.shape[0] - 1
-    out_arr = np.zeros((max(n, 1), 4), dtype=np.uint64)
-    cdef uint64_t[:, ::1] out = out_arr
-    cdef Py_ssize_t node, j, c, k
-    cdef long byte
-    with nogil:
-        for node in range(n - 1, -1, -1):
-            for j in range(child_ptr[node], child_ptr[node + 1]):
-                c = child_node[j]
-                byte = child_byte[j]
-                out[node, byte >> 6] |= (<uint64_t>1) << (byte & 63)
-                for k in range(4):
-                    out[node, k] |= out[c, k]
-    return out_arr
-
-
 cdef inline int64_t _pair_key(int64_t a, int64_t b) noexcept nogil:
     return (a << 32 | b) if a < b else (b << 32 | a)
 

@@ -11,6 +11,8 @@ Both kernels produce bit ``j % 32`` of word ``j // 32`` for original id ``j``, a
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memset
 
+import numpy as np
+
 
 cdef extern from *:
     """
@@ -123,3 +125,23 @@ def expand_classes(const uint64_t[::1] class_bits, const int32_t[::1] class_ptr,
                 for k in range(class_ptr[c], class_ptr[c + 1], 2):
                     if class_bounds[k + 1] > class_bounds[k]:
                         _set_range(out, class_bounds[k], class_bounds[k + 1])
+
+
+def subtree_byte_sets(const int32_t[::1] child_ptr, const unsigned char[::1] child_byte,
+                      const int32_t[::1] child_node):
+    """``uint64[n_nodes, 4]``: the set of bytes spelled anywhere below each trie node (children
+    have higher ids than their parent, so one reverse pass suffices)."""
+    cdef Py_ssize_t n = child_ptr.shape[0] - 1
+    out_arr = np.zeros((max(n, 1), 4), dtype=np.uint64)
+    cdef uint64_t[:, ::1] out = out_arr
+    cdef Py_ssize_t node, j, c, k
+    cdef long byte
+    with nogil:
+        for node in range(n - 1, -1, -1):
+            for j in range(child_ptr[node], child_ptr[node + 1]):
+                c = child_node[j]
+                byte = child_byte[j]
+                out[node, byte >> 6] |= (<uint64_t>1) << (byte & 63)
+                for k in range(4):
+                    out[node, k] |= out[c, k]
+    return out_arr

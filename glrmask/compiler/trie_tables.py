@@ -17,8 +17,6 @@ from typing import Optional
 
 import numpy as np
 
-from glrmask_ext.tdwa_walk import subtree_byte_sets
-
 from .lexer_classes import trie_heights
 
 __all__ = ["TrieTables", "trie_tables"]
@@ -50,7 +48,7 @@ def trie_tables(trie) -> TrieTables:
     all_bytes = _all_bytes_are_tokens(trie)
     heights = trie_heights(trie) if all_bytes else None
     hit = TrieTables(
-        subtree_bytes=subtree_byte_sets(trie.child_ptr, trie.child_byte, trie.child_node),
+        subtree_bytes=trie.subtree_bytes(),
         all_bytes=all_bytes,
         heights=None if heights is None else np.asarray(heights, dtype=np.int32),
         height_list=heights,

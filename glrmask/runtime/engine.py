@@ -19,12 +19,16 @@ from .tables import build_tables
 
 __all__ = ["NativeEngine"]
 
-_TRIE_KEYS = ("node_depth", "node_byte", "node_internal", "node_subtree_end", "i2o_ptr", "i2o_ids")
+_TRIE_KEYS = ("node_depth", "node_byte", "node_internal", "node_subtree_end", "node_subtree_lo", "node_subtree_hi",
+              "i2o_ptr", "i2o_ids")
 
 
 def trie_arrays(trie) -> dict:
-    """The :class:`glrmask.trie.VocabTrie` arrays a native trie walk reads."""
-    return {k: getattr(trie, k) for k in _TRIE_KEYS}
+    """The :class:`glrmask.trie.VocabTrie` arrays a native trie walk reads (with the per-node
+    byte sets and token intervals that let a walk take a looping subtree at once)."""
+    out = {k: getattr(trie, k) for k in _TRIE_KEYS}
+    out["node_subtree_bytes"] = trie.subtree_bytes()
+    return out
 
 
 class NativeEngine:
