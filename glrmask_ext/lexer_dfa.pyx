@@ -106,18 +106,21 @@ cdef class _Lanes:
         self.ev.resize(base + ng, 0)
         self.off[L] = base
         cdef object eid
-        for g_, ts2_, evs in self.lexer._lane_live(t, self.lstate[L]):
-            g = g_
+        cdef int32_t e
+        for gs, ts2_, evs in self.lexer._lane_live(t, self.lstate[L]):
             ts2 = ts2_
-            if ts2 >= 0:
-                L2 = self.lane(t, ts2)
-                self.nxt[base + g] = L2
+            L2 = self.lane(t, ts2) if ts2 >= 0 else -1
+            e = 0
             if evs:
                 eid = self.ev_ids.get(evs)
                 if eid is None:
                     eid = self.ev_ids[evs] = len(self.ev_lists)
                     self.ev_lists.append(evs)
-                self.ev[base + g] = eid
+                e = eid
+            for g_ in gs:
+                g = g_
+                self.nxt[base + g] = L2
+                self.ev[base + g] = e
         return 0
 
 

@@ -142,6 +142,8 @@ class Lexer:
         # the (class, state) pairs its lookahead bodies read
         self._cls_steps: list[dict[tuple[int, int], tuple[int, ...]]] = [{} for _ in range(n)]
         self._alike: list[dict[frozenset[tuple[int, int]], list[int]]] = [{} for _ in range(n)]
+        self._read_sets: list[dict[tuple[frozenset[tuple[int, int]], int], list[tuple[int, ...]]]] = [
+            {} for _ in range(n)]
         self._cs_cls: dict[int, Optional[frozenset[tuple[int, int]]]] = {}
         self._plain_terms: dict[int, bool] = {}
         # conditions
@@ -222,12 +224,13 @@ class Lexer:
         evs: list[list[Event]] = [[] for _ in reps]
         for i, (t, ts) in enumerate(self._js[state]):
             to_classes = spread[i]
-            for g, ts2, ev in self._lane_live(t, ts):
-                for k in to_classes[g]:
-                    if ts2 >= 0:
-                        nxt[k].append((t, ts2))
-                    if ev:
-                        evs[k].extend(ev)
+            for gs, ts2, ev in self._lane_live(t, ts):
+                for g in gs:
+                    for k in to_classes[g]:
+                        if ts2 >= 0:
+                            nxt[k].append((t, ts2))
+                        if ev:
+                            evs[k].extend(ev)
         intern = self._intern_joint
         for k in range(len(reps)):
             if row[k] is None:
@@ -256,46 +259,62 @@ class Lexer:
             self._spreads[terms] = hit
         return hit
 
-    def _lane_live(self, t: int, ts: int) -> list[tuple[int, int, tuple[Event, ...]]]:
-        """A lane's transitions that matter: ``(group, lane state', events)`` for each byte
-        group of its terminal on which it survives or reports an event."""
+    def _lane_live(self, t: int, ts: int) -> list[tuple[tuple[int, ...], int, tuple[Event, ...]]]:
+        """A lane's transitions that matter: ``(groups, lane state', events)`` for each set of
+        byte groups of its terminal that the lane steps alike (:meth:`_read_groups`) on which it
+        survives or reports an event. Each set is stepped once, on its first group, and every
+        group of it gets that step's memo entry."""
         live = self._ts_live[t]
         hit = live[ts]
         if hit is None:
             hit = []
             entries, trackers = self._ts[t][ts]
-            mask = self._entries_groups(t, entries)
-            # (one group read: nothing to share)
-            same = self._alike_groups(t, entries, trackers) if mask & (mask - 1) else None
             memo = self._ts_rows[t][ts]
             grep = self._grep[t]
-            while mask:  # the groups read, ascending
-                low = mask & -mask
-                mask ^= low
-                g = low.bit_length() - 1
-                r = g if same is None else same[g]
-                if r == g:
-                    ts2, ev = self._lane_step(t, ts, grep[g])
-                else:  # the same step as the group's first one (read too, so stepped before)
-                    ts2, ev = memo[g] = memo[r]
+            for gs in self._read_groups(t, entries, trackers):
+                res = self._lane_step(t, ts, grep[gs[0]])
+                for g in gs[1:]:
+                    memo[g] = res
+                ts2, ev = res
                 if ts2 >= 0 or ev:
-                    hit.append((g, ts2, ev))
+                    hit.append((gs, ts2, ev))
             live[ts] = hit
         return hit
 
-    def _alike_groups(self, t: int, entries: tuple[tuple[int, int], ...], trackers) -> Optional[list[int]]:
-        """Per byte group of terminal ``t``, the first group a lane holding ``entries`` steps
-        exactly alike; None when that is not known cheaply (the lane or one of its lookaheads
-        carries lookbehind trackers).
+    def _read_groups(self, t: int, entries: tuple[tuple[int, int], ...], trackers) -> list[tuple[int, ...]]:
+        """The byte groups of terminal ``t`` on which a lane holding ``entries`` (with
+        ``trackers``) can survive or report (:meth:`_entries_groups`; on the others its step is
+        ``(DEAD, ())``), as sets of groups it steps exactly alike (:meth:`_alike_groups`): each
+        set ascending, the sets by their first group."""
+        mask = self._entries_groups(t, entries)
+        if not mask & (mask - 1):  # none, or one group
+            return [(mask.bit_length() - 1,)] if mask else []
+        keys = self._read_keys(entries, trackers)
+        if keys is None:
+            out = []
+            while mask:
+                low = mask & -mask
+                mask ^= low
+                out.append((low.bit_length() - 1,))
+            return out
+        memo = self._read_sets[t]
+        hit = memo.get((keys, mask))
+        if hit is None:
+            same = self._alike_groups(t, keys)
+            sets: dict[int, list[int]] = {}
+            m = mask
+            while m:  # ascending: each set starts at its first group
+                low = m & -m
+                m ^= low
+                g = low.bit_length() - 1
+                sets.setdefault(same[g], []).append(g)
+            hit = memo[(keys, mask)] = [tuple(gs) for gs in sets.values()]
+        return hit
 
-        Why this is exact: without trackers, a lane step reads its byte only through
-        :meth:`Program.advance` of the pcs of its threads and, recursively, of its lookahead
-        bodies' paths — everything else (closures, conditions, interning) is a function of those
-        results. ``advance(pc, b)`` depends on ``b`` only through the step of the pc's
-        (class, class state) (the pc after it, or a half-read MID interned per class state), so
-        groups on which every such class steps to the same state give the same step. A lane
-        guarding a key against fifty others reads fifty-odd groups but only the few dozen
-        letters of those keys tell them apart."""
+    def _read_keys(self, entries: tuple[tuple[int, int], ...], trackers) -> Optional[frozenset[tuple[int, int]]]:
+        """The (class, class state) pairs a lane holding ``entries`` reads its next byte through:
+        its threads' pcs and, recursively, its lookahead bodies' paths; None when the lane or
+        one of its lookaheads carries lookbehind trackers (they read the byte too)."""
         if trackers is not None:
             return None
         prog = self.prog
@@ -309,18 +328,30 @@ class Lexer:
                 if sub is None:
                     return None
                 keys |= sub
-        fkeys = frozenset(keys)
+        return frozenset(keys)
+
+    def _alike_groups(self, t: int, keys: frozenset[tuple[int, int]]) -> list[int]:
+        """Per byte group of terminal ``t``, the first group on which every (class, state) of
+        ``keys`` (:meth:`_read_keys`) steps as on it.
+
+        Why this is exact: without trackers, a lane step reads its byte only through
+        :meth:`Program.advance` of the pcs of its threads and, recursively, of its lookahead
+        bodies' paths — everything else (closures, conditions, interning) is a function of those
+        results. ``advance(pc, b)`` depends on ``b`` only through the step of the pc's
+        (class, class state) (the pc after it, or a half-read MID interned per class state), so
+        groups on which every such class steps to the same state give the same step. A lane
+        guarding a key against fifty others reads fifty-odd groups but only the few dozen
+        letters of those keys tell them apart."""
         memo = self._alike[t]
-        hit = memo.get(fkeys)
+        hit = memo.get(keys)
         if hit is None:
-            grep = self._grep[t]
-            vecs = [self._class_steps(t, k) for k in fkeys]
+            vecs = [self._class_steps(t, k) for k in keys]
             if vecs:
                 first: dict[tuple[int, ...], int] = {}
                 hit = [first.setdefault(sig, g) for g, sig in enumerate(zip(*vecs))]
             else:  # nothing left reads a byte
-                hit = [0] * len(grep)
-            memo[fkeys] = hit
+                hit = [0] * len(self._grep[t])
+            memo[keys] = hit
         return hit
 
     def _class_steps(self, t: int, key: tuple[int, int]) -> tuple[int, ...]:
@@ -965,7 +996,7 @@ class Lexer:
                 # (DEAD, ()) — from the listed transitions when the export listed them
                 listed = self._ts_live[t][x]
                 if listed is not None:
-                    steps = ((y, ev) for _g, y, ev in listed)
+                    steps = ((y, ev) for _gs, y, ev in listed)
                 else:
                     mask = self._entries_groups(t, self._ts[t][x][0])
                     steps = (self._lane_step(t, x, b) for g, b in enumerate(groups) if mask >> g & 1)
