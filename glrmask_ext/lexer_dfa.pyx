@@ -42,7 +42,7 @@ from glrmask.errors import GrammarTooComplex
 
 cnp.import_array()
 
-__all__ = ["explore_states", "lane_futures", "refine", "row_labels"]
+__all__ = ["explore_states", "export_rows", "lane_futures", "refine", "row_labels"]
 
 cdef enum:
     _CHECK_EVERY = 32
@@ -589,3 +589,51 @@ def refine(const int64_t[::1] init, const int32_t[:, ::1] targets, check, str st
             sort(nxt_cand.begin(), nxt_cand.end())
             cand.swap(nxt_cand)
     return out
+
+
+def export_rows(const int32_t[:, ::1] trans_raw, const int32_t[:, ::1] ev_key, const int64_t[::1] reps,
+                const int64_t[::1] state_new, const int64_t[::1] list_start, const int32_t[::1] flat_t,
+                const int32_t[::1] flat_c):
+    """The minimized state rows: ``(trans, ev_ptr, ev_term, ev_cond)`` for the class
+    representatives ``reps`` (exploration indices), targets renamed by ``state_new`` (-1 DEAD
+    stays), and each transition's event list ``ev_key`` (ids into the lists ``flat_t[a:z]``,
+    ``flat_c[a:z]`` with ``a, z = list_start[k], list_start[k + 1]``) laid out in CSR, as
+    :func:`glrmask.lexer.dfa._events_csr` does."""
+    cdef int64_t m = reps.shape[0], n = trans_raw.shape[0], nl = list_start.shape[0] - 1
+    cdef int64_t s, r, b, k, y, total = 0, x, a, z
+    trans = np.empty((m, 256), dtype=np.int32)
+    ptr = np.empty(m * 256 + 1, dtype=np.int32)
+    cdef int32_t[:, ::1] tv = trans
+    cdef int32_t[::1] pv = ptr
+    for s in range(m):
+        r = reps[s]
+        if not 0 <= r < n:
+            raise ValueError(f"export_rows: representative {r} out of range")
+        for b in range(256):
+            y = trans_raw[r, b]
+            tv[s, b] = <int32_t>state_new[y] if y >= 0 else -1
+            k = ev_key[r, b]
+            if not 0 <= k < nl:
+                raise ValueError(f"export_rows: event list {k} out of range")
+            total += list_start[k + 1] - list_start[k]
+    if total >= 2 ** 31:  # pragma: no cover - would need > 2^31 events
+        raise GrammarTooComplex("lexer DFA export: more than 2^31 events (limit int32 offsets)")
+    term = np.empty(total, dtype=np.int32)
+    cond = np.empty(total, dtype=np.int32)
+    cdef int32_t[::1] ttv = term
+    cdef int32_t[::1] ccv = cond
+    total = 0
+    pv[0] = 0
+    with nogil:
+        for s in range(m):
+            r = reps[s]
+            for b in range(256):
+                k = ev_key[r, b]
+                a = list_start[k]
+                z = list_start[k + 1]
+                for x in range(a, z):
+                    ttv[total] = flat_t[x]
+                    ccv[total] = flat_c[x]
+                    total += 1
+                pv[s * 256 + b + 1] = <int32_t>total
+    return trans, ptr, term, cond

@@ -168,9 +168,21 @@ class LexerDFA:
         reps = np.empty(n_states, dtype=np.int64)
         reps[state_new[::-1]] = np.arange(len(states) - 1, -1, -1)  # first member of each class
 
-        rep_trans = trans_raw[reps]
-        trans = np.where(rep_trans >= 0, state_new[np.maximum(rep_trans, 0)], DEAD).astype(np.int32)
-        ev_ptr, ev_term, ev_cond = _events_csr(ev_key[reps], mapped_lists)
+        if native:
+            from glrmask_ext.lexer_dfa import export_rows
+
+            lens = np.array([len(x) for x in mapped_lists], dtype=np.int64)
+            list_start = np.zeros(len(mapped_lists) + 1, dtype=np.int64)
+            np.cumsum(lens, out=list_start[1:])
+            flat_t = np.array([t for x in mapped_lists for t, _ in x], dtype=np.int32)
+            flat_c = np.array([c for x in mapped_lists for _, c in x], dtype=np.int32)
+            trans, ev_ptr, ev_term, ev_cond = export_rows(
+                trans_raw, np.ascontiguousarray(ev_key, dtype=np.int32), reps,
+                np.ascontiguousarray(state_new, dtype=np.int64), list_start, flat_t, flat_c)
+        else:
+            rep_trans = trans_raw[reps]
+            trans = np.where(rep_trans >= 0, state_new[np.maximum(rep_trans, 0)], DEAD).astype(np.int32)
+            ev_ptr, ev_term, ev_cond = _events_csr(ev_key[reps], mapped_lists)
 
         n_conds = int(cond_new.max()) + 1
         creps = np.empty(n_conds, dtype=np.int64)
