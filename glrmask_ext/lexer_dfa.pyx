@@ -42,7 +42,7 @@ from glrmask.errors import GrammarTooComplex
 
 cnp.import_array()
 
-__all__ = ["explore_states", "export_rows", "lane_futures", "refine", "row_labels"]
+__all__ = ["explore_states", "export_rows", "first_occurrence_ids", "lane_futures", "refine", "row_labels"]
 
 cdef enum:
     _CHECK_EVERY = 32
@@ -637,3 +637,27 @@ def export_rows(const int32_t[:, ::1] trans_raw, const int32_t[:, ::1] ev_key, c
                     total += 1
                 pv[s * 256 + b + 1] = <int32_t>total
     return trans, ptr, term, cond
+
+
+def first_occurrence_ids(const int64_t[::1] labels):
+    """:func:`glrmask.lexer.dfa._first_occurrence_ids`: classes renumbered ``0, 1, ...`` in the
+    order of their first member (labels must be non-negative)."""
+    cdef int64_t n = labels.shape[0], i, hi = -1, x
+    for i in range(n):
+        if labels[i] < 0:
+            raise ValueError("first_occurrence_ids: negative label")
+        if labels[i] > hi:
+            hi = labels[i]
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    cdef vector[int64_t] new_id
+    new_id.resize(hi + 1, -1)
+    cdef int64_t nxt = 0
+    with nogil:
+        for i in range(n):
+            x = labels[i]
+            if new_id[x] < 0:
+                new_id[x] = nxt
+                nxt += 1
+            o[i] = new_id[x]
+    return out

@@ -218,7 +218,7 @@ def _satisfiable(cond_trans: np.ndarray, cond_at_end: np.ndarray) -> np.ndarray:
     src = np.repeat(np.arange(m, dtype=np.int64), cond_trans.shape[1])
     dst = cond_trans.reshape(-1).astype(np.int64)
     keep = src != dst
-    pairs = np.unique(dst[keep] * m + src[keep])  # sorted by target, then source
+    pairs = _distinct(dst[keep] * m + src[keep])  # sorted by target, then source
     dst, src = pairs // m, pairs % m
     ptr = np.searchsorted(dst, np.arange(m + 1, dtype=np.int64))
     frontier = np.flatnonzero(sat)
@@ -230,7 +230,19 @@ def _satisfiable(cond_trans: np.ndarray, cond_at_end: np.ndarray) -> np.ndarray:
             break
         offs = np.repeat(lo - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
         preds = src[offs + np.arange(total, dtype=np.int64)]
-        preds = np.unique(preds[~sat[preds]])
+        preds = _distinct(preds[~sat[preds]])
         sat[preds] = True
         frontier = preds
     return sat
+
+
+def _distinct(x: np.ndarray) -> np.ndarray:
+    """``np.unique`` of a 1-d integer array (sorted distinct values), without its first call's
+    import of ``numpy.ma`` (~13 ms, paid inside the first compile of a process otherwise)."""
+    x = np.sort(x)
+    if x.size < 2:
+        return x
+    keep = np.empty(x.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(x[1:], x[:-1], out=keep[1:])
+    return x[keep]

@@ -132,8 +132,12 @@ class LexerDFA:
         conds, cond_trans_raw = _explore_conds(lexer, ev_lists, max_conds, check)
         at_end = np.array([lexer.cond_at_end(c) for c in conds], dtype=np.uint8)
 
+        if native:
+            from glrmask_ext.lexer_dfa import first_occurrence_ids as renumber
+        else:
+            renumber = _first_occurrence_ids
         cond_cls = _minimize_conds(cond_trans_raw, at_end, check, native)
-        cond_new = _first_occurrence_ids(cond_cls)  # TRUE/FALSE are rows 0/1: they keep 0/1
+        cond_new = renumber(cond_cls)  # TRUE/FALSE are rows 0/1: they keep 0/1
         cond_of = {c: int(cond_new[i]) for i, c in enumerate(conds)}
 
         n_terms = len(lexer.terminal_names)
@@ -163,7 +167,7 @@ class LexerDFA:
         ev_key = raw_to_mapped[ev_raw]
 
         state_cls = _minimize_states(trans_raw, ev_key, fut_rows, check, native)
-        state_new = _first_occurrence_ids(state_cls)
+        state_new = renumber(state_cls)
         n_states = int(state_new.max()) + 1 if len(states) else 0
         reps = np.empty(n_states, dtype=np.int64)
         reps[state_new[::-1]] = np.arange(len(states) - 1, -1, -1)  # first member of each class
