@@ -401,9 +401,30 @@ cdef inline void _sort_members(Member* a, int64_t n) noexcept nogil:
         a[j + 1] = t
 
 
+cdef struct Event:  # member ``key & 0xffffffff`` reads label ``key >> 32`` explicitly, to ``target``
+    uint64_t key
+    int32_t target
+
+
 cdef int _cmp_i32(const void* a, const void* b) noexcept nogil:
     cdef int32_t x = (<const int32_t*>a)[0], y = (<const int32_t*>b)[0]
     return (x > y) - (x < y)
+
+
+cdef inline void _sort_i32(int32_t* a, int64_t n) noexcept nogil:
+    """Ascending (insertion sort for the usual few labels)."""
+    cdef int64_t i, j
+    cdef int32_t t
+    if n > 32:
+        qsort(a, <size_t>n, sizeof(int32_t), _cmp_i32)
+        return
+    for i in range(1, n):
+        t = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > t:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = t
 
 
 cdef inline double _now() noexcept nogil:
@@ -489,10 +510,13 @@ cdef class Builder:
     # scratch
     cdef Level** levels
     cdef int64_t n_levels, depth
-    cdef I32Vec kstack, names, cur, e2s
-    cdef IMap top  # (TDWA node << 32 | write sequence) -> closure id: the closures a delta asks for
-    cdef uint32_t* stamp
+    cdef I32Vec kstack, dflt_m, dflt_e, live_m, live_e, names
+    cdef uint32_t* stamp   # per LR state: == stamp_gen when the state is a label of the current row
     cdef uint32_t stamp_gen
+    cdef int32_t* slot     # per LR state: event count, then the next event slot, of the current row
+    cdef Event* ev
+    cdef int64_t ev_cap
+    cdef IMap top  # (TDWA node << 32 | write sequence) -> closure id: the closures a delta asks for
     cdef uint64_t* tmp
     cdef Member* mt
     cdef int64_t mt_cap
@@ -506,9 +530,11 @@ cdef class Builder:
         self.ctab = NULL
         self.stab = NULL
         self.levels = NULL
-        self.stamp = NULL
         self.tmp = NULL
         self.mt = NULL
+        self.ev = NULL
+        self.stamp = NULL
+        self.slot = NULL
         self.pool.table = NULL
 
     def __init__(self, tdwa, automata, class_bits, long long max_states, long long max_closures):
@@ -542,7 +568,8 @@ cdef class Builder:
                 i32_push(&self.row_ptr, 0):
             raise MemoryError
         self.stamp = <uint32_t*>malloc(<size_t>max(self.n_labels, 1) * sizeof(uint32_t))
-        if self.stamp == NULL:
+        self.slot = <int32_t*>malloc(<size_t>max(self.n_labels, 1) * sizeof(int32_t))
+        if self.stamp == NULL or self.slot == NULL:
             raise MemoryError
         memset(self.stamp, 0, <size_t>max(self.n_labels, 1) * sizeof(uint32_t))
         self.deadline = -1.0
@@ -685,9 +712,10 @@ cdef class Builder:
         free(self.s_off.p); free(self.s_n.p); free(self.s_hash.p); free(self.m_rs.p); free(self.m_w.p)
         free(self.row_ptr.p); free(self.r_label.p); free(self.r_target.p); free(self.r_acc.p)
         free(self.d_target.p); free(self.d_acc.p); free(self.st_acc.p); free(self.st_state.p)
-        free(self.kstack.p); free(self.names.p); free(self.cur.p); free(self.e2s.p)
+        free(self.kstack.p); free(self.dflt_m.p); free(self.dflt_e.p); free(self.live_m.p); free(self.live_e.p)
+        free(self.ev); free(self.names.p)
         free(self.top.keys.p); free(self.top.vals.p); free(self.top.table)
-        free(self.stamp); free(self.tmp); free(self.mt)
+        free(self.tmp); free(self.mt); free(self.stamp); free(self.slot)
         if self.levels != NULL:
             for i in range(self.n_levels):
                 acc_free(&self.levels[i].reads)
@@ -985,10 +1013,10 @@ cdef class Builder:
         return OK
 
     cdef int _delta(self, int64_t x, int32_t* target, int32_t* accept) noexcept nogil:
-        """State ``x`` reads one LR state, member ``m`` stepping to effect state ``e2s[m]``
-        (``-1``: dead): target state and accept weight."""
+        """State ``x`` reads one LR state, the live members ``live_m[q]`` (ascending) stepping to
+        effect states ``live_e[q]`` (every other member dies): target state and accept weight."""
         cdef Level* L = self._level(0)
-        cdef int64_t m, off, n, f, koff
+        cdef int64_t m, off, q, f, koff
         cdef uint64_t rs
         cdef int32_t d2, e2, wid, c2, rc, klen
         if L == NULL:
@@ -997,11 +1025,9 @@ cdef class Builder:
         memset(L.acc, 0, <size_t>self.W * 8)
         self.depth = 0
         off = self.s_off.p[x]
-        n = self.s_n.p[x]
-        for m in range(n):
-            e2 = self.e2s.p[m]
-            if e2 < 0:
-                continue
+        for q in range(self.live_m.n):
+            m = self.live_m.p[q]
+            e2 = self.live_e.p[q]
             rs = self.m_rs.p[off + m]
             wid = self.m_w.p[off + m]
             d2 = <int32_t>(rs & 0xffffffffULL) - 1
@@ -1030,42 +1056,103 @@ cdef class Builder:
 
     cdef int _process(self, int64_t x) noexcept nogil:
         """Every edge of state ``x``: DEFAULT first, then the explicit labels ascending; explicit
-        edges equal to DEFAULT are left out. The row is committed only when complete."""
-        cdef int64_t m, off, n, k, j, end, r0 = self.r_label.n
-        cdef int32_t g, s, dt, da, t, a, rc
+        edges equal to DEFAULT are left out. The row is committed only when complete.
+
+        A label changes the step of only the members whose effect state names it (a couple among
+        tens or hundreds: most members' DEFAULT dies), so the members' explicit edges are sorted
+        once into per-label *events* and each label's live list is the DEFAULT live list with its
+        events merged in, instead of stepping every member for every label."""
+        cdef int64_t m, off, n, k, i, j, q, ne, r0 = self.r_label.n
+        cdef int32_t g, s, dt, da, t, a, rc, e2
+        cdef Event* ev
+        off = self.s_off.p[x]
+        n = self.s_n.p[x]
+        self.dflt_m.n = 0
+        self.dflt_e.n = 0
+        ne = 0
+        for m in range(n):
+            g = <int32_t>(self.m_rs.p[off + m] >> 32)
+            ne += self.e_ptr[g + 1] - self.e_ptr[g]
+        if ne > self.ev_cap:
+            ev = <Event*>realloc(self.ev, <size_t>ne * sizeof(Event))
+            if ev == NULL:
+                return E_MEM
+            self.ev = ev
+            self.ev_cap = ne
+        ev = self.ev
+        # bucket the events by label (labels ascending, members ascending within a label): count
+        # per label, the distinct labels sorted, then place in member order
         self.stamp_gen += 1
         if self.stamp_gen == 0:  # wrapped: forget every mark
             memset(self.stamp, 0, <size_t>max(self.n_labels, 1) * sizeof(uint32_t))
             self.stamp_gen = 1
         self.names.n = 0
-        off = self.s_off.p[x]
-        n = self.s_n.p[x]
-        if i32_reserve(&self.cur, n) or i32_reserve(&self.e2s, n):
-            return E_MEM
         for m in range(n):
             g = <int32_t>(self.m_rs.p[off + m] >> 32)
-            self.cur.p[m] = self.e_ptr[g]
-            self.e2s.p[m] = self.e_dflt[g]
+            if self.e_dflt[g] >= 0 and (i32_push(&self.dflt_m, <int32_t>m) or i32_push(&self.dflt_e, self.e_dflt[g])):
+                return E_MEM
             for k in range(self.e_ptr[g], self.e_ptr[g + 1]):
                 s = self.e_label[k]
                 if self.stamp[s] != self.stamp_gen:
                     self.stamp[s] = self.stamp_gen
+                    self.slot[s] = 0
                     if i32_push(&self.names, s):
                         return E_MEM
-        qsort(self.names.p, <size_t>self.names.n, sizeof(int32_t), _cmp_i32)
+                self.slot[s] += 1
+        _sort_i32(self.names.p, self.names.n)
+        i = 0
+        for k in range(self.names.n):
+            s = self.names.p[k]
+            j = self.slot[s]
+            self.slot[s] = <int32_t>i
+            i += j
+        for m in range(n):
+            g = <int32_t>(self.m_rs.p[off + m] >> 32)
+            for k in range(self.e_ptr[g], self.e_ptr[g + 1]):
+                s = self.e_label[k]
+                i = self.slot[s]
+                self.slot[s] = <int32_t>(i + 1)
+                ev[i].key = (<uint64_t><uint32_t>s << 32) | <uint64_t>m
+                ev[i].target = self.e_target[k]
+        # DEFAULT: the live list is the members whose DEFAULT continues
+        self.live_m.n = 0
+        self.live_e.n = 0
+        if i32_reserve(&self.live_m, n) or i32_reserve(&self.live_e, n):
+            return E_MEM
+        for q in range(self.dflt_m.n):
+            self.live_m.p[q] = self.dflt_m.p[q]
+            self.live_e.p[q] = self.dflt_e.p[q]
+        self.live_m.n = self.live_e.n = self.dflt_m.n
         rc = self._delta(x, &dt, &da)
         if rc:
             return rc
-        for k in range(self.names.n):
-            s = self.names.p[k]
-            for m in range(n):  # each member's edge list is walked once, in step with the labels
-                g = <int32_t>(self.m_rs.p[self.s_off.p[x] + m] >> 32)
-                j = self.cur.p[m]
-                end = self.e_ptr[g + 1]
-                while j < end and self.e_label[j] < s:
-                    j += 1
-                self.cur.p[m] = <int32_t>j
-                self.e2s.p[m] = self.e_target[j] if j < end and self.e_label[j] == s else self.e_dflt[g]
+        i = 0
+        while i < ne:
+            s = <int32_t>(ev[i].key >> 32)
+            j = i
+            while j < ne and <int32_t>(ev[j].key >> 32) == s:
+                j += 1
+            # merge: DEFAULT live members (ascending) with this label's events (ascending member)
+            self.live_m.n = 0
+            self.live_e.n = 0
+            q = 0
+            k = i
+            while q < self.dflt_m.n or k < j:
+                if k < j and (q >= self.dflt_m.n or <int64_t>(ev[k].key & 0xffffffffULL) <= self.dflt_m.p[q]):
+                    m = <int64_t>(ev[k].key & 0xffffffffULL)
+                    e2 = ev[k].target
+                    if q < self.dflt_m.n and self.dflt_m.p[q] == m:
+                        q += 1  # the explicit edge shadows this member's DEFAULT
+                    k += 1
+                else:
+                    m = self.dflt_m.p[q]
+                    e2 = self.dflt_e.p[q]
+                    q += 1
+                if e2 >= 0:
+                    self.live_m.p[self.live_m.n] = <int32_t>m
+                    self.live_e.p[self.live_e.n] = e2
+                    self.live_m.n += 1
+                    self.live_e.n += 1
             rc = self._delta(x, &t, &a)
             if rc:
                 self.r_label.n = self.r_target.n = self.r_acc.n = r0
@@ -1074,6 +1161,7 @@ cdef class Builder:
                 if i32_push(&self.r_label, s) or i32_push(&self.r_target, t) or i32_push(&self.r_acc, a):
                     self.r_label.n = self.r_target.n = self.r_acc.n = r0
                     return E_MEM
+            i = j
         if i32_push(&self.d_target, dt) or i32_push(&self.d_acc, da) or i32_push(&self.row_ptr, <int32_t>self.r_label.n):
             self.r_label.n = self.r_target.n = self.r_acc.n = r0
             self.d_target.n = self.d_acc.n = x
