@@ -48,6 +48,7 @@ import numpy as np
 
 from glrmask.budget import current_budget
 from glrmask.errors import ArtifactError, GrammarTooComplex
+from glrmask.grammar.gc_pause import cyclic_gc_paused
 
 from .lexer import Lexer
 
@@ -119,7 +120,18 @@ class LexerDFA:
         ``native=False`` runs the Python reference loops (the test oracle) instead of
         :mod:`glrmask_ext.lexer_dfa`; both give the same arrays and leave the lexer with the same
         interned states (the lane steps themselves are the lexer's Python code either way).
+
+        The cyclic garbage collector is paused meanwhile: the lexer's memo grows by tens of
+        thousands of cycle-free tuples, lists and sets, and the collections they trigger scan
+        every tracked object of the process (a third of the export's time on the largest
+        JSONSchemaBench schema, freeing nothing); reference counting frees as usual.
         """
+        with cyclic_gc_paused():
+            return cls._explore(lexer, start_states, max_states, max_conds, max_seconds, native)
+
+    @classmethod
+    def _explore(cls, lexer: Lexer, start_states: Iterable[int] | None, max_states: int, max_conds: int,
+                 max_seconds: float | None, native: bool) -> "LexerDFA":
         check = _Deadline(max_seconds)
         lane_lists = None
         if native:
