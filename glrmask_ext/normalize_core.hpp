@@ -401,6 +401,39 @@ class Normalizer {
         return alts;
     }
 
+    // ``for alt in nonempty_alts(seq): out.append(Rule(lhs, alt))``, the direct expansion (at most
+    // three nullable occurrences) written straight into the pool: alternative m (m = 0, 1, ...)
+    // omits the t-th nullable occurrence iff bit t of m is set, which is the order in which the
+    // Python expansion lists them (each nullable symbol's "with" copies before its "without" ones)
+    void emit_alts(Eps& e, int32_t lhs, const Seq& seq) {
+        size_t k = 0;
+        for (int32_t s : seq)
+            if (in(e.nullable, s)) ++k;
+        if (k == 0 || k > 3) {
+            for (const Seq& alt : nonempty_alts(e, seq)) {
+                e.out.push_back(make(lhs, alt));
+                budget((long)e.out.size(), ST_EPS);
+            }
+            return;
+        }
+        for (uint32_t m = 0; m < (1u << k); ++m) {
+            int32_t off = (int32_t)pool.size();
+            uint32_t t = 0;
+            for (int32_t s : seq) {
+                if (in(e.nullable, s)) {
+                    if (!((m >> t) & 1u)) pool.push_back(s);
+                    ++t;
+                } else {
+                    pool.push_back(s);
+                }
+            }
+            int32_t n = (int32_t)pool.size() - off;
+            if (n == 0) continue;  // (the alternative omitting everything: ε)
+            e.out.push_back(Rule{lhs, off, n, -1});
+            budget((long)e.out.size(), ST_EPS);
+        }
+    }
+
     Seq span_symbol(Eps& e, const Seq& seq) {
         if (seq.size() == 1 || disjoint_nullable(e, seq.data(), seq.size())) return seq;
         std::string key = key_of(seq.data(), seq.size());
@@ -421,10 +454,7 @@ class Normalizer {
                 e.empty.resize(nsym(), 0);
                 e.empty[name] = 1;
             }
-            for (const Seq& alt : nonempty_alts(e, seq)) {
-                e.out.push_back(make(name, alt));
-                budget((long)e.out.size(), ST_EPS);
-            }
+            emit_alts(e, name, seq);
         }
         return Seq{name};
     }
@@ -491,12 +521,7 @@ class Normalizer {
                 budget((long)e.out.size(), ST_EPS);
                 continue;
             }
-            Seq s = seq_of(r);
-            for (const Seq& alt : nonempty_alts(e, s)) {
-                Rule nr = make(r.lhs, alt);
-                e.out.push_back(nr);
-                budget((long)e.out.size(), ST_EPS);
-            }
+            emit_alts(e, r.lhs, seq_of(r));
         }
         if (in(e.nullable, start_sym)) {
             int32_t s0 = fresh(start_sym, "start");
