@@ -981,20 +981,30 @@ class Normalizer {
         }
         corners_used = false;
         if (comps.empty()) return rules;
-        ByLhs by;
-        for (int32_t a : nodes) by.set(a, Rules());
-        for (const Rule& r : rules) by.get(r.lhs).push_back(r);
-        std::unordered_map<int32_t, int32_t> order;
+        // Python's by_lhs dict: the rules grouped by lhs in first-appearance order (one counting
+        // sort), a component's members dropped from their places and its result's keys appended
+        std::vector<int32_t> order(nsym(), -1);
         for (size_t i = 0; i < nodes.size(); ++i) order[nodes[i]] = (int32_t)i;
+        std::vector<int32_t> start_of(nodes.size() + 1, 0);
+        for (const Rule& r : rules) ++start_of[order[r.lhs] + 1];
+        for (size_t i = 0; i < nodes.size(); ++i) start_of[i + 1] += start_of[i];
+        Rules grouped(rules.size());
+        {
+            std::vector<int32_t> fill(start_of.begin(), start_of.end() - 1);
+            for (const Rule& r : rules) grouped[fill[order[r.lhs]]++] = r;
+        }
+        std::vector<char> moved(nodes.size(), 0);
+        std::vector<Rules> appended;
         for (Seq& comp : comps) {
             Seq members = comp;
             std::sort(members.begin(), members.end(),
-                      [&order](int32_t a, int32_t b) { return order.at(a) < order.at(b); });
+                      [&order](int32_t a, int32_t b) { return order[a] < order[b]; });
             std::vector<std::pair<int32_t, Rules>> part;
             long comp_rules = 0;
             for (int32_t a : members) {
-                part.emplace_back(a, by.get(a));
-                comp_rules += (long)by.get(a).size();
+                int32_t i = order[a];
+                part.emplace_back(a, Rules(grouped.begin() + start_of[i], grouped.begin() + start_of[i + 1]));
+                comp_rules += start_of[i + 1] - start_of[i];
             }
             long corner_size = (long)members.size() * (2 * comp_rules + (long)members.size());
             std::unordered_map<int32_t, int32_t> pos;
@@ -1013,13 +1023,15 @@ class Normalizer {
             }
             long total = (long)rules.size() - comp_rules + (long)result.total();
             budget(total, ST_RR);
-            for (int32_t a : members) by.del(a);
+            for (int32_t a : members) moved[order[a]] = 1;
             for (size_t i = 0; i < result.keys.size(); ++i)
-                if (result.alive[i]) by.set(result.keys[i], std::move(result.vals[i]));
+                if (result.alive[i]) appended.push_back(std::move(result.vals[i]));
         }
         Rules out;
-        for (size_t i = 0; i < by.keys.size(); ++i)
-            if (by.alive[i]) out.insert(out.end(), by.vals[i].begin(), by.vals[i].end());
+        out.reserve(rules.size());
+        for (size_t i = 0; i < nodes.size(); ++i)
+            if (!moved[i]) out.insert(out.end(), grouped.begin() + start_of[i], grouped.begin() + start_of[i + 1]);
+        for (const Rules& rs : appended) out.insert(out.end(), rs.begin(), rs.end());
         return out;
     }
 
