@@ -58,7 +58,8 @@ class SchemaRefs:
                 error = e
         else:
             raise RefError(f"the schema's resources cannot be registered: {error}")
-        self._ptr: dict[int, str] = {}
+        self._ptr: dict[int, tuple] = {}  # id(node) -> its path (see _walk_pointers)
+        self._ptr_text: dict[tuple, str] = {}
         self._resolved: dict[tuple[str, str], Any] = {}  # (base URI, $ref) -> (target, pointer) or its RefError
         self.dynamic_anchors: dict[str, int] = {}  # $dynamicAnchor name -> how many nodes declare it
         self._walk_pointers(root)
@@ -93,13 +94,15 @@ class SchemaRefs:
                 todo.append((sub, b))
 
     def _walk_pointers(self, root: Any) -> None:
-        """Pointers of every node; nodes `referencing` does not visit inherit their parent's base."""
-        todo: list[tuple[Any, str, str]] = [(root, '', self.root_uri)] if isinstance(root, (dict, list)) else []
+        """Paths of every node; nodes `referencing` does not visit inherit their parent's base.
+        A path is ``(parent's path, key)`` (the root's ``()``): the lowering asks for the JSON
+        pointer of a small share of the nodes, so each is written only when first asked for."""
+        todo: list[tuple[Any, tuple, str]] = [(root, (), self.root_uri)] if isinstance(root, (dict, list)) else []
         while todo:
-            node, ptr, base = todo.pop()
+            node, path, base = todo.pop()
             if id(node) in self._ptr:
                 continue
-            self._ptr[id(node)] = ptr
+            self._ptr[id(node)] = path
             base = self._base.setdefault(id(node), base)
             if isinstance(node, dict) and isinstance(node.get('$dynamicAnchor'), str):
                 name = node['$dynamicAnchor']
@@ -107,7 +110,7 @@ class SchemaRefs:
             items = node.items() if isinstance(node, dict) else enumerate(node)
             for k, v in items:
                 if isinstance(v, (dict, list)) and not (isinstance(node, dict) and k in DATA_KEYWORDS):
-                    todo.append((v, ptr_join(ptr, k), base))
+                    todo.append((v, (path, k), base))
 
     def in_document(self, node: Any) -> bool:
         """Is `node` part of the schema document (rather than built by the lowering)?"""
@@ -115,7 +118,19 @@ class SchemaRefs:
 
     def pointer_of(self, node: Any, default: str) -> str:
         """The JSON pointer of a document node (`default` for nodes built by the lowering)."""
-        return self._ptr.get(id(node), default)
+        path = self._ptr.get(id(node))
+        return default if path is None else self._pointer(path)
+
+    def _pointer(self, path: tuple) -> str:
+        text = self._ptr_text.get(path)
+        if text is None:
+            keys = []
+            p = path
+            while p:
+                p, k = p
+                keys.append(k)
+            text = self._ptr_text[path] = ptr_join('', *reversed(keys))
+        return text
 
     def base_of(self, node: Any) -> str:
         """Base URI a `$ref` inside `node` resolves against (the nearest enclosing `$id`)."""
@@ -164,4 +179,4 @@ class SchemaRefs:
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
             raise RefError(f"$ref {ref!r} does not resolve: {e}") from None
         target = resolved.contents
-        return target, self._ptr.get(id(target), urllib.parse.unquote(ref.split('#', 1)[-1]))
+        return target, self.pointer_of(target, urllib.parse.unquote(ref.split('#', 1)[-1]))
