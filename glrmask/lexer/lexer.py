@@ -134,12 +134,13 @@ class Lexer:
         self._ts_total = 0
         self._n_trans = 0  # memoized byte transitions (joint and lane), see _transition_added
         self._ts_future: list[dict[int, bool]] = [{} for _ in range(n)]
-        # per terminal, per waiting pc: bitmask of the terminal's byte groups the pc reads
+        # which byte groups a lane's listing steps (_read_groups), per terminal: bitmask of the
+        # groups a waiting pc survives on, by pc and by (class, class state); the step of a
+        # (class, state) on each group; per set of (class, state) pairs, the first group stepping
+        # alike with each group; per (such set, bitmask), the sets of groups stepped once; and per
+        # condition set, the (class, state) pairs its lookahead bodies read
         self._pc_groups: list[dict[int, int]] = [{} for _ in range(n)]
         self._cls_groups: list[dict[tuple[int, int], int]] = [{} for _ in range(n)]
-        # per terminal: (class, state) -> its step on each byte group; set of (class, state) ->
-        # the first byte group stepping alike per group (see _alike_groups); per condition set:
-        # the (class, state) pairs its lookahead bodies read
         self._cls_steps: list[dict[tuple[int, int], tuple[int, ...]]] = [{} for _ in range(n)]
         self._alike: list[dict[frozenset[tuple[int, int]], list[int]]] = [{} for _ in range(n)]
         self._read_sets: list[dict[tuple[frozenset[tuple[int, int]], int], list[tuple[int, ...]]]] = [
@@ -406,11 +407,11 @@ class Lexer:
                 return (1 << len(self._grep[t])) - 1
             m = memo.get(pc)
             if m is None:
-                m = memo[pc] = self._reads_groups(t, pc)
+                m = memo[pc] = self._pc_group_mask(t, pc)
             mask |= m
         return mask
 
-    def _reads_groups(self, t: int, pc: int) -> int:
+    def _pc_group_mask(self, t: int, pc: int) -> int:
         """Bitmask of terminal ``t``'s byte groups on which the CHAR/MID instruction ``pc``
         survives (:meth:`Program.advance` >= 0: its class does not die on the byte). Keyed by
         the instruction's (class, class state), not its pc: a counted repeat's copies of one
