@@ -61,12 +61,13 @@ _UNEXPLORED = -2  # in the lazy-id maps: the lexer interned this id, but the exp
 
 DEFAULT_MAX_STATES = 65_536
 """Default export budget (``limits["lexer"]["max_states"]``), a memory bound: the native export and
-its minimization peak at about 11 KB per explored state (int32 transition and event rows, their
-copies out, refinement temporaries; WashingtonPost #0's 76,169 states grow the process by
-~820 MB), so this caps the stage near 0.7 GiB. The first three schemas of every JSONSchemaBench
-split need at most 13,858 (JsonSchemaStore #0); WashingtonPost #0, past it, would next stop at
-the Terminal DWA's ``max_boundary_states`` (its 39,767 minimized states leave more than 20,000 at
-token boundaries), so a larger default would only move that refusal seconds later."""
+its minimization peak at about 7 KB per explored state (int32 transition and event rows, their
+copies out, refinement temporaries, the lazy lexer's new joint states; WashingtonPost #0's 76,169
+states grow the process by ~540 MB in 2.1 s CPU), so this caps the stage near 0.5 GiB. The first
+three schemas of every JSONSchemaBench split need at most 13,858 (JsonSchemaStore #0);
+WashingtonPost #0, past it, would next stop at the Terminal DWA's ``max_boundary_states`` (its
+39,767 minimized states leave more than 20,000 at token boundaries), so a larger default would
+only move that refusal seconds later."""
 
 _ARRAY_NAMES = (
     "trans", "ev_ptr", "ev_term", "ev_cond", "futures", "cond_trans", "cond_at_end",
