@@ -186,6 +186,8 @@ def encode_class(ivs: Intervals) -> str | None:
             esc_alts.append(pair)
     if esc_alts:
         alts.append('\\\\' + _alt(esc_alts))
+    if not alts:  # only lone surrogates: no character here
+        return None
     return _alt(alts)
 
 
@@ -228,8 +230,14 @@ def encode_string_literal(s: str) -> str:
         r = _CHAR_REGEX.get(c, _UNSEEN)
         if r is _UNSEEN:
             r = _CHAR_REGEX[c] = encode_class(((ord(c), ord(c)),))
+        if r is None:  # a lone surrogate has no spelling here: no JSON text decodes to `s`
+            return _NOTHING
         out.append(r)
     return ''.join(out)
+
+
+_NOTHING = '(?!)'
+"""A regex matching no text (the spelling of a string that has none)."""
 
 
 _CHAR_REGEX: dict[str, str | None] = {}
