@@ -485,9 +485,9 @@ cdef class Builder:
     cdef int32_t* w_ptr
     cdef int32_t* w_states
     cdef int64_t n_labels
-    cdef uint64_t* first_live  # automaton t, LR state s: bit t * first_words * 64 + s = its first read continues
-    cdef int64_t first_words   # words per automaton in first_live (NULL when too large to keep)
-    cdef uint8_t* first_final  # automaton t's start state is final (a walk from it is never skipped)
+    cdef int32_t* first_step   # [s * n_first + t]: automaton t's start state reads LR state s (NULL: too large)
+    cdef int64_t n_first       # automata (columns of first_step)
+    cdef uint8_t* first_final  # automaton t's start state is final (a walk from it is never shortcut)
     # closures
     cdef int32_t* ctab
     cdef int64_t cmask
@@ -538,7 +538,7 @@ cdef class Builder:
         self.ev = NULL
         self.stamp = NULL
         self.slot = NULL
-        self.first_live = NULL
+        self.first_step = NULL
         self.first_final = NULL
         self.pool.table = NULL
 
@@ -706,45 +706,37 @@ cdef class Builder:
         moves = np.ascontiguousarray(moves, dtype=np.uint8)
         self._keep.append(moves)
         self.e_moves = <uint8_t*>cnp.PyArray_DATA(moves)
-        self._load_first_reads(len(base))
+        self._load_first_reads(len(base), n_e)
 
     @cython.wraparound(True)
     @cython.boundscheck(True)
-    def _load_first_reads(self, long n_t):
-        """For every automaton, the LR states its start state can read without dying, as a
-        bitset: a closure walks every Terminal-DWA edge's automaton over the pending writes, and
-        most of those walks die on their first read (on Github_ultra #2, 28.7M of 29.3M), which
-        the bit answers without the binary search. Left out past 64 MiB (the search remains)."""
-        cdef int64_t words = (self.n_labels + 63) // 64, t, k, g, lo, hi
-        if n_t * words > (64 << 20) // 8:
+    def _load_first_reads(self, long n_t, long n_e):
+        """Every automaton's first step, as a table by LR state then automaton: a closure walks
+        every Terminal-DWA edge's automaton over the pending writes from the top, so for one
+        closure the first reads share the LR state and hit one row; most walks die there
+        (Github_ultra #2: 28.7M of 29.3M), and the rest start one step in without a binary
+        search over the start state's labels (thousands: every state the terminal acts in).
+        Left out past 64 MiB (the walks then start at the start state)."""
+        cdef long n_l = self.n_labels, t, g, lo, hi
+        if n_t == 0 or n_t * n_l > (64 << 20) // 4:
             return
-        live = np.zeros((max(n_t, 1), words), dtype=np.uint64)
-        final = np.zeros(max(n_t, 1), dtype=np.uint8)
-        base = np.asarray(<int32_t[:n_t]>self.g_base) if n_t else np.zeros(0, np.int32)
+        cols = np.empty((n_t, n_l), dtype=np.int32)
+        final = np.zeros(n_t, dtype=np.uint8)
+        lab_all = np.asarray(<int32_t[:max(n_e, 1)]>self.e_label)
+        tgt_all = np.asarray(<int32_t[:max(n_e, 1)]>self.e_target)
         for t in range(n_t):
-            g = int(base[t])
+            g = self.g_base[t]
             final[t] = self.f_ptr[g + 1] > self.f_ptr[g]
-            bits = np.zeros(words * 64, dtype=bool)
-            if self.e_dflt[g] >= 0:
-                bits[:] = True
+            cols[t] = self.e_dflt[g]
             lo, hi = self.e_ptr[g], self.e_ptr[g + 1]
             if hi > lo:
-                lab = np.asarray(<int32_t[:hi]>self.e_label)[lo:hi]
-                tgt = np.asarray(<int32_t[:hi]>self.e_target)[lo:hi]
-                bits[lab] = tgt >= 0
-            live[t] = np.packbits(bits, bitorder="little").view(np.uint64)
-        self._keep.append(live)
+                cols[t, lab_all[lo:hi]] = tgt_all[lo:hi]
+        table = np.ascontiguousarray(cols.T)
+        self._keep.append(table)
         self._keep.append(final)
-        self.first_live = <uint64_t*>cnp.PyArray_DATA(live)
+        self.first_step = <int32_t*>cnp.PyArray_DATA(table)
         self.first_final = <uint8_t*>cnp.PyArray_DATA(final)
-        self.first_words = words
-
-    cdef inline bint _dies_first(self, int32_t t, int32_t s) noexcept nogil:
-        """A walk of automaton ``t`` from its start over pending top ``s`` ends at once, with no
-        effect (its start is not final and reading ``s`` dies)."""
-        if self.first_live == NULL or self.first_final[t]:
-            return False
-        return not ((self.first_live[t * self.first_words + (s >> 6)] >> (s & 63)) & 1)
+        self.n_first = n_t
 
     def __dealloc__(self):
         cdef int64_t i
@@ -940,11 +932,15 @@ cdef class Builder:
         memcpy(L.acc, pool_row(&self.pool, self.t_final[d]), <size_t>self.W * 8)
         for k in range(self.t_open_ptr[d], self.t_open_ptr[d + 1]):
             t = self.t_open_label[k]
-            if plen and self._dies_first(t, self.kstack.p[poff + plen - 1]):
-                continue
             wbid = self.t_open_w[k]
             g = self.g_base[t]
             i = plen
+            if plen and self.first_step != NULL and not self.first_final[t]:
+                # the walk's first turn, from the table (the start state accepts nothing)
+                g = self.first_step[<int64_t>self.kstack.p[poff + plen - 1] * self.n_first + t]
+                if g < 0:
+                    continue
+                i = plen - 1
             while True:
                 if self.f_ptr[g + 1] > self.f_ptr[g]:  # t is shifted: the open lexeme can be accepted
                     _or_into(L.acc, pool_row(&self.pool, wbid), self.W)
@@ -960,12 +956,15 @@ cdef class Builder:
                     break
         for k in range(self.t_edge_ptr[d], self.t_edge_ptr[d + 1]):
             t = self.t_edge_label[k]
-            if plen and self._dies_first(t, self.kstack.p[poff + plen - 1]):
-                continue
             d2 = self.t_edge_target[k]
             wbid = self.t_edge_w[k]
             g = self.g_base[t]
             i = plen
+            if plen and self.first_step != NULL and not self.first_final[t]:
+                g = self.first_step[<int64_t>self.kstack.p[poff + plen - 1] * self.n_first + t]
+                if g < 0:
+                    continue
+                i = plen - 1
             while True:
                 for f in range(self.f_ptr[g], self.f_ptr[g + 1]):
                     # pending[:i] + ws
