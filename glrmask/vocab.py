@@ -384,7 +384,10 @@ class Vocab:
         self.token_offsets = offsets
         self.name = name
         self.scheme = scheme
-        self._bytes = pieces
+        # A tuple, not the list: a tuple of bytes is untracked by the cyclic collector after its
+        # first collection, so the vocabulary's 100k+ references are not walked by every full
+        # collection of a serving process (a list of atomic values stays tracked forever).
+        self._bytes = tuple(pieces)
         self._special_mask = special_mask
         self._tokenizer = None
         self._tokenizer_factory = tokenizer_factory
@@ -445,6 +448,8 @@ class Vocab:
         for key, value in state.items():
             if isinstance(value, np.ndarray):
                 value.flags.writeable = False
+            elif key == "_bytes":
+                value = tuple(value)  # untracked by the collector (see __init__)
             object.__setattr__(self, key, value)
         object.__setattr__(self, "_tokenizer", None)
 

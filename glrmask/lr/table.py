@@ -259,7 +259,7 @@ class LRTable:
 
             check_normalized(grammar)
         if native:
-            return _native_build(_Symbols(grammar), max_states, max_lalr_states, merge)
+            return _native_build(_Symbols(grammar, native=True), max_states, max_lalr_states, merge)
         return _Builder(grammar).build(max_states, max_lalr_states, merge)
 
 
@@ -267,34 +267,43 @@ class _Symbols:
     """The numbering both builders share: terminal ids (the grammar's, then ``$END``), nonterminal
     ids (``$START`` first), rule ids (the augmented rule 0 first) and each right-hand side as
     symbol codes (a terminal id, or ``T`` + a nonterminal id). Raises :class:`GrammarError` for
-    reserved names, a start symbol without rules and unknown symbols."""
+    reserved names, a start symbol without rules and unknown symbols.
 
-    def __init__(self, grammar: Grammar) -> None:
+    The right-hand sides are encoded in Python (``rhs_flat``, a list: the reference builder's
+    input) or, with ``native=True``, by :func:`glrmask_ext.lr_build.encode_rules` straight into
+    the int32 arrays :class:`~glrmask_ext.lr_build.Automaton` takes (``rule_lhs_arr``,
+    ``rhs_off``, ``rhs``), the same numbers without a Python int list per symbol."""
+
+    def __init__(self, grammar: Grammar, native: bool = False) -> None:
         if END in grammar.terminals or AUG_START in grammar.terminals:
             raise GrammarError(f"terminal names {END!r} and {AUG_START!r} are reserved")
         self.grammar = grammar
-        self.terminals = [t for t in grammar.terminals] + [END]
+        self.terminals = [*grammar.terminals, END]
         self.terminal_index = {t: i for i, t in enumerate(self.terminals)}
         nts = [AUG_START] + [n for n in grammar.nonterminals if n != AUG_START]
-        if grammar.start not in nts:
-            raise GrammarError(f"start symbol {grammar.start!r} has no rules")
         self.nonterminals = nts
         self.nonterminal_index = {n: i for i, n in enumerate(nts)}
+        if grammar.start not in self.nonterminal_index:
+            raise GrammarError(f"start symbol {grammar.start!r} has no rules")
         self.rules = [Rule(AUG_START, (grammar.start, END))] + list(grammar.rules)
         T = len(self.terminals)
         self.T = T
         codes = {t: i for i, t in enumerate(self.terminals)}
         codes.update((n, T + i) for i, n in enumerate(nts) if n not in codes)
+        try:
+            if native:
+                from glrmask_ext.lr_build import encode_rules
 
-        def unknown(sym: str) -> GrammarError:
-            return GrammarError(f"symbol {sym!r} is neither a terminal nor a nonterminal with rules")
-
-        self.rule_lhs = [self.nonterminal_index[r.lhs] for r in self.rules]
-        self.rule_len = [len(r.rhs) for r in self.rules]
-        try:  # every right-hand side, concatenated in rule order (one comprehension: ~2x faster)
-            self.rhs_flat: list[int] = [codes[x] for r in self.rules for x in r.rhs]
+                self.rule_lhs_arr, self.rhs_off, self.rhs = encode_rules(self.rules, self.nonterminal_index, codes)
+                self.rule_lhs: list[int] = self.rule_lhs_arr.tolist()
+                self.rule_len: list[int] = np.diff(self.rhs_off).tolist()
+            else:
+                self.rule_lhs = [self.nonterminal_index[r.lhs] for r in self.rules]
+                self.rule_len = [len(r.rhs) for r in self.rules]
+                # every right-hand side, concatenated in rule order (one comprehension: ~2x faster)
+                self.rhs_flat: list[int] = [codes[x] for r in self.rules for x in r.rhs]
         except KeyError as e:
-            raise unknown(e.args[0]) from None
+            raise GrammarError(f"symbol {e.args[0]!r} is neither a terminal nor a nonterminal with rules") from None
 
 
 class _Builder(_Symbols):
@@ -671,10 +680,7 @@ def _native_build(b: _Symbols, max_states: int, max_lalr_states: int, merge: boo
     from glrmask_ext.lr_build import Automaton
 
     budget = current_budget()
-    rhs_off = np.zeros(len(b.rules) + 1, dtype=np.int32)
-    np.cumsum(b.rule_len, out=rhs_off[1:])
-    rhs = np.array(b.rhs_flat, dtype=np.int32)
-    auto = Automaton(np.asarray(b.rule_lhs, dtype=np.int32), rhs_off, rhs, b.T, len(b.nonterminals),
+    auto = Automaton(b.rule_lhs_arr, b.rhs_off, b.rhs, b.T, len(b.nonterminals),
                      budget.size_limit("lr", "max_closure_items"), budget.check)
     notes: list[str] = []
     method = "lr1"
@@ -721,21 +727,26 @@ def _densify(t: LRTable, name: str) -> np.ndarray:
 class _ArrayRows:
     """The action rows of a table, built row by row from the sparse rows on first use: the native
     runtime reads the arrays themselves, so a compiled or loaded table does not pay for Python rows
-    (``Action`` objects per cell) unless the reference recognizer or a compile stage asks."""
+    (``Action`` objects per cell) unless the reference recognizer or a compile stage asks.
+
+    The built rows are a dict keyed by state rather than a list of ``None`` per state: an empty
+    dict is untracked by the cyclic collector, so a table whose rows are never asked for (every
+    natively served mask) adds nothing for full collections to walk."""
 
     def __init__(self, T: int, ptr: np.ndarray, term: np.ndarray, shift: np.ndarray, roff: np.ndarray,
                  flat: np.ndarray) -> None:
         self._T = T
+        self._n = len(ptr) - 1
         self._ptr, self._term, self._shift, self._roff, self._flat = ptr, term, shift, roff, flat
-        self._rows: list = [None] * (len(ptr) - 1)
+        self._rows: dict[int, list] = {}
         self._interned: dict[Action, Action] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return self._n
 
     def __iter__(self):
-        return (self[s] for s in range(len(self._rows)))
+        return (self[s] for s in range(self._n))
 
     def __eq__(self, other) -> bool:
         return isinstance(other, (list, _ArrayRows)) and len(self) == len(other) and all(
@@ -744,10 +755,15 @@ class _ArrayRows:
     __hash__ = None  # type: ignore[assignment]
 
     def __getitem__(self, s: int) -> list:
-        row = self._rows[s]
+        row = self._rows.get(s)
         if row is None:
+            s = int(s)
+            if s < 0:  # a list's indexing, as the rows were once stored
+                s += self._n
+            if not 0 <= s < self._n:
+                raise IndexError(f"LR state {s} out of range")
             with self._lock:
-                row = self._rows[s]
+                row = self._rows.get(s)
                 if row is None:
                     row = self._rows[s] = self._build(s)
         return row

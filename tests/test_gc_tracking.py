@@ -1,0 +1,76 @@
+"""Long-lived compile products add nothing proportional to their size for the cyclic collector to
+walk: a vocabulary's token bytes and an LR table's unbuilt action rows are held in forms the
+collector does not track (a tuple of bytes, an empty dict), so a full collection in a serving
+process does not grow with the vocabulary or the number of LR states.
+
+What is counted: the references held by the *tracked* objects reachable from a value (what a full
+collection traverses), not descending into modules, classes and functions, which the process holds
+anyway."""
+from __future__ import annotations
+
+import gc
+import pickle
+import types
+
+import pytest
+
+from _lr_support import bnf
+from glrmask.grammar.normalize import normalize
+from glrmask.lr import LRTable
+from glrmask.vocab import Vocab
+
+_SHARED = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
+
+
+def tracked_references(root: object) -> int:
+    """References the cyclic collector walks among the tracked objects reachable from ``root``,
+    after a collection (which untracks tuples of atomic values)."""
+    gc.collect()
+    seen: set[int] = set()
+    stack = [root]
+    total = 0
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, _SHARED) or not gc.is_tracked(obj):
+            continue
+        seen.add(id(obj))
+        referents = gc.get_referents(obj)
+        total += len(referents)
+        stack.extend(referents)
+    return total
+
+
+def _vocab(n: int) -> Vocab:
+    return Vocab.from_token_bytes([b"tok%d" % i for i in range(n)], eos_token_ids=[0])
+
+
+def test_a_vocabulary_adds_no_tracked_references_per_token():
+    small, large = tracked_references(_vocab(1_000)), tracked_references(_vocab(50_000))
+    assert large == small
+
+
+def test_an_unpickled_vocabulary_adds_no_tracked_references_per_token():
+    vocab = _vocab(50_000)
+    restored = pickle.loads(pickle.dumps(vocab))
+    assert [restored.token_bytes(i) for i in (1, 49_999)] == [b"tok1", b"tok49999"]
+    assert tracked_references(restored) == tracked_references(_vocab(1_000))
+
+
+def _chain_table(n: int) -> LRTable:
+    """A grammar whose LR automaton has about ``2n`` states: ``s: A r0``, ``r_i: B_i r_{i+1}``."""
+    lines = ["s: A r0"] + [f"r{i}: B{i} r{i + 1}" for i in range(n)] + [f"r{n}: C"]
+    return LRTable.build(normalize(bnf("\n".join(lines))))
+
+
+def test_unbuilt_lr_action_rows_add_no_tracked_references_per_state():
+    small, large = _chain_table(5), _chain_table(400)
+    assert large.n_states > 10 * small.n_states
+    assert tracked_references(large.rows) == tracked_references(small.rows)
+
+
+def test_lr_action_rows_are_built_on_demand_and_indexed_like_a_list():
+    table = _chain_table(5)
+    assert table.rows[-1] == table.rows[table.n_states - 1]
+    assert [table.action(0, t) for t in range(table.n_terminals)] == table.rows[0]
+    with pytest.raises(IndexError):
+        table.rows[table.n_states]
