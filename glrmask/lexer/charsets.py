@@ -292,7 +292,7 @@ class ByteClass:
     continuation bytes to read and the set of 6k-bit suffix values still accepted.
     """
 
-    __slots__ = ("cps", "_keys", "_ids", "_trans", "_cont_keys", "_signature", "_rows")
+    __slots__ = ("cps", "_keys", "_ids", "_trans", "_cont_keys", "_signature", "_rows", "_edges")
 
     def __init__(self, cps: Intervals):
         self.cps = cps
@@ -302,6 +302,25 @@ class ByteClass:
         self._cont_keys: tuple | None = None
         self._signature = None
         self._rows: dict[bool, tuple[int, ...]] = {}
+        self._edges: tuple[int, ...] | None = None
+
+    def ascii_edges(self) -> tuple[int, ...]:
+        """The ASCII bytes where membership in the set changes, scanning up from byte 0 (the
+        first byte of each ASCII run of the set, and the byte after it when that is still
+        ASCII): the set's ASCII part as toggle points, from which
+        :meth:`Program.byte_groups` finds the ASCII groups of many classes with a sweep over
+        the points instead of a pass over 128 bytes per class. Cached."""
+        edges = self._edges
+        if edges is None:
+            out: list[int] = []
+            for lo, hi in self.cps:
+                if lo >= 0x80:
+                    break
+                out.append(lo)
+                if hi < 0x7F:
+                    out.append(hi + 1)
+            edges = self._edges = tuple(out)
+        return edges
 
     def byte_signature(self):
         """``int64[256]``: equal entries for two bytes iff the class never tells them apart

@@ -612,19 +612,80 @@ def clear_terminal_cache() -> None:
 
 
 def _byte_groups(classes: list[ByteClass]) -> tuple[tuple[int, ...], ...]:
-    """:meth:`Program.byte_groups` of a list of classes (uncached)."""
+    """:meth:`Program.byte_groups` of a list of classes (uncached).
+
+    Computed in two independent halves, because no class ever puts an ASCII byte and a byte
+    above 0x7F together (their :meth:`ByteClass.byte_signature` values lie in disjoint ranges):
+
+    * ASCII bytes are alike iff every class agrees on their membership. Each class's ASCII part
+      is a few runs, i.e. a few toggle points (:meth:`ByteClass.ascii_edges`); sweeping the
+      merged points with one bit per class gives each segment between two points its membership
+      vector as an int, and segments with the same vector form a group. The cost is the number
+      of points, not 128 bytes per class (a key literal's classes are a dozen single
+      characters).
+    * Bytes above 0x7F: a class with no non-ASCII code point kills all of them from every state
+      and tells apart only continuation bytes from the others, which every class that holds a
+      non-ASCII code point tells apart too (continuation and other bytes have signature values
+      in disjoint ranges). So only those classes' signature columns are compared, and with none
+      of them every byte above 0x7F is in one group.
+
+    Both halves list their groups by first byte, with each group's bytes in increasing order,
+    and every ASCII group precedes the others: the order :meth:`Program.byte_groups` promises
+    (what grouping the 256 signature columns in byte order gives)."""
     if not classes:
         return (tuple(range(256)),)
-    # intervals are sorted: a class holds a non-ASCII code point iff its last one is
-    ascii_only = not any(bc.cps and bc.cps[-1][1] >= 0x80 for bc in classes)
-    rows = [bc.signature_row(ascii_only) for bc in classes]
-    groups: dict[tuple, list[int]] = {}
-    for b, column in enumerate(zip(*rows)):  # a few classes: cheaper than np.unique
-        groups.setdefault(column, []).append(b)
-    out = tuple(tuple(g) for g in groups.values())
-    if ascii_only:  # every byte above 0x7F dies everywhere: one group, after the ASCII ones
-        out += (_HIGH_BYTES,)
+    toggles: dict[int, int] = {0: 0}  # byte -> the classes whose membership changes there
+    get = toggles.get
+    wide = []  # the classes holding a non-ASCII code point (their intervals are sorted)
+    for j, bc in enumerate(classes):
+        bit = 1 << j
+        for b in bc.ascii_edges():
+            toggles[b] = get(b, 0) ^ bit
+        cps = bc.cps
+        if cps and cps[-1][1] >= 0x80:
+            wide.append(bc)
+    cuts = sorted(toggles)
+    cuts.append(0x80)
+    groups: dict[int, list[int]] = {}
+    member = 0  # one bit per class: whether the segment's bytes are in it
+    for i in range(len(cuts) - 1):
+        lo = cuts[i]
+        member ^= toggles[lo]
+        hit = groups.get(member)
+        if hit is None:
+            groups[member] = list(range(lo, cuts[i + 1]))
+        else:
+            hit.extend(range(lo, cuts[i + 1]))
+    out = tuple([tuple(g) for g in groups.values()])
+    return out + (_high_groups(wide) if wide else (_HIGH_BYTES,))
+
+
+def _high_groups(wide: list[ByteClass]) -> tuple[tuple[int, ...], ...]:
+    """The groups of the bytes above 0x7F for the classes ``wide`` that hold a non-ASCII code
+    point (:func:`_byte_groups`), by first byte. Cached by the set of classes: most terminals
+    of a JSON Schema grammar read the same one or two string-content classes, whatever their
+    ASCII classes are."""
+    key = frozenset(map(id, wide))
+    hit = _HIGH_GROUPS.get(key)
+    if hit is not None:
+        return hit[1]
+    high: dict[tuple, list[int]] = {}
+    rows = [bc.signature_row(False)[0x80:] for bc in wide]
+    columns = zip(*rows) if len(rows) > 1 else rows[0]
+    for b, column in enumerate(columns, 0x80):
+        group = high.get(column)
+        if group is None:
+            high[column] = [b]
+        else:
+            group.append(b)
+    out = tuple([tuple(g) for g in high.values()])
+    if len(_HIGH_GROUPS) >= _BYTE_GROUPS_MAX:
+        _HIGH_GROUPS.clear()
+    _HIGH_GROUPS[key] = (tuple(wide), out)  # the classes kept alive: no id in a key is reused
     return out
+
+
+_HIGH_GROUPS: dict[frozenset[int], tuple[tuple[ByteClass, ...], tuple[tuple[int, ...], ...]]] = {}
 
 
 _HIGH_BYTES = tuple(range(0x80, 0x100))
@@ -641,8 +702,11 @@ class _Partition:
         self.groups = _byte_groups(classes)
         group_of = [0] * 256
         for k, g in enumerate(self.groups):
-            for b in g:
-                group_of[b] = k
+            if g is _HIGH_BYTES:  # the usual last group: one slice assignment
+                group_of[0x80:] = [k] * 0x80
+            else:
+                for b in g:
+                    group_of[b] = k
         self.group_of = tuple(group_of)  # immutable and, once collected, not tracked
         self.representatives = tuple(g[0] for g in self.groups)
 
