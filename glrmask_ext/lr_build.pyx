@@ -33,7 +33,10 @@ cimport cython
 import numpy as np
 cimport numpy as cnp
 
+from cpython.dict cimport PyDict_GetItem
 from cpython.exc cimport PyErr_CheckSignals
+from cpython.long cimport PyLong_AsLong
+from cpython.object cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 from libcpp.algorithm cimport sort, unique
@@ -85,37 +88,58 @@ cdef inline bint _same(const uint64_t* a, const uint64_t* b, int64_t n) noexcept
 
 
 @cython.final
-def encode_rules(list rules, dict lhs_index, dict codes):
-    """The integer form of ``rules`` (a list of :class:`~glrmask.grammar.ir.Rule`) that
-    :class:`Automaton` takes: ``(rule_lhs, rhs_off, rhs)``, int32 arrays, ``rule_lhs[i] =
-    lhs_index[rules[i].lhs]`` and ``rhs[rhs_off[i]:rhs_off[i + 1]]`` the codes of
-    ``rules[i].rhs``. A symbol missing from ``codes`` raises ``KeyError(symbol)``.
+def encode_rules(list rules, dict terminal_index):
+    """The numbering of :class:`glrmask.lr.table._Symbols` for ``rules`` (a list of
+    :class:`~glrmask.grammar.ir.Rule`, the augmented rule first) and the terminal ids
+    ``terminal_index``, in the form :class:`Automaton` takes. Returns ``(nonterminals,
+    nonterminal_index, rule_lhs, rhs_off, rhs, unknown)``: the nonterminals in the order their
+    first rule appears (a list) and their ids (a dict), then int32 arrays, ``rule_lhs[i]`` the id
+    of ``rules[i].lhs`` and ``rhs[rhs_off[i]:rhs_off[i + 1]]`` the codes of ``rules[i].rhs`` (a
+    terminal's id, else ``T`` + a nonterminal's id), and ``unknown``, the first symbol that is
+    neither (its codes are then meaningless; the caller raises) or None.
 
-    Why here: :class:`glrmask.lr.table._Symbols` did this with Python comprehensions, 2-3 ms of
-    the LR build of a large JSON Schema (10,000 rules), half of it building lists of Python ints
-    only to copy them into arrays; here one dictionary lookup per symbol writes the array."""
-    cdef Py_ssize_t n = len(rules), i, total = 0
-    cdef object r, x, rhs
+    Why here: the Python numbering took 3-4 ms of the LR build of a large JSON Schema (10,000
+    rules, 40,000 symbols), in comprehensions over names and lists of Python ints built only to be
+    copied into arrays; here one dictionary lookup per symbol writes the array."""
+    cdef Py_ssize_t n = len(rules), i, total = 0, k = 0
+    cdef int32_t T = <int32_t>len(terminal_index)
+    cdef object r, x, rhs, c, unknown = None
+    cdef list nonterminals = []
+    cdef dict nt_index = {}
+    cdef dict codes = dict(terminal_index)  # a terminal's code wins over a nonterminal's of that name
+    cdef PyObject* hit
     cdef list rhs_of = [None] * n
     cdef cnp.ndarray[int32_t, ndim=1] lhs = np.empty(n, dtype=np.int32)
     cdef cnp.ndarray[int32_t, ndim=1] off = np.empty(n + 1, dtype=np.int32)
     for i in range(n):
         r = rules[i]
-        lhs[i] = lhs_index[r.lhs]
+        x = r.lhs
+        c = nt_index.get(x)
+        if c is None:
+            c = nt_index[x] = len(nonterminals)
+            nonterminals.append(x)
+            if x not in codes:
+                codes[x] = T + <int32_t>c
+        lhs[i] = <int32_t>c
         rhs = r.rhs
         if type(rhs) is not tuple:
             rhs = tuple(rhs)
         rhs_of[i] = rhs
         off[i] = <int32_t>total
-        total += len(rhs)
+        total += len(<tuple>rhs)
     off[n] = <int32_t>total
     cdef cnp.ndarray[int32_t, ndim=1] out = np.empty(total, dtype=np.int32)
-    cdef Py_ssize_t k = 0
     for i in range(n):
         for x in <tuple>rhs_of[i]:
-            out[k] = <int32_t>codes[x]
+            hit = PyDict_GetItem(codes, x)  # borrowed; NULL when absent (names are str: no errors)
+            if hit is not NULL:
+                out[k] = <int32_t>PyLong_AsLong(<object>hit)
+            else:
+                if unknown is None:
+                    unknown = x
+                out[k] = -1
             k += 1
-    return lhs, off, out
+    return nonterminals, nt_index, lhs, off, out, unknown
 
 
 cdef class _KeySet:

@@ -280,30 +280,33 @@ class _Symbols:
         self.grammar = grammar
         self.terminals = [*grammar.terminals, END]
         self.terminal_index = {t: i for i, t in enumerate(self.terminals)}
-        nts = [AUG_START] + [n for n in grammar.nonterminals if n != AUG_START]
-        self.nonterminals = nts
-        self.nonterminal_index = {n: i for i, n in enumerate(nts)}
-        if grammar.start not in self.nonterminal_index:
-            raise GrammarError(f"start symbol {grammar.start!r} has no rules")
         self.rules = [Rule(AUG_START, (grammar.start, END))] + list(grammar.rules)
         T = len(self.terminals)
         self.T = T
-        codes = {t: i for i, t in enumerate(self.terminals)}
-        codes.update((n, T + i) for i, n in enumerate(nts) if n not in codes)
-        try:
-            if native:
-                from glrmask_ext.lr_build import encode_rules
+        unknown = None
+        if native:
+            from glrmask_ext.lr_build import encode_rules
 
-                self.rule_lhs_arr, self.rhs_off, self.rhs = encode_rules(self.rules, self.nonterminal_index, codes)
-                self.rule_lhs: list[int] = self.rule_lhs_arr.tolist()
-                self.rule_len: list[int] = np.diff(self.rhs_off).tolist()
-            else:
-                self.rule_lhs = [self.nonterminal_index[r.lhs] for r in self.rules]
-                self.rule_len = [len(r.rhs) for r in self.rules]
-                # every right-hand side, concatenated in rule order (one comprehension: ~2x faster)
+            (self.nonterminals, self.nonterminal_index, self.rule_lhs_arr, self.rhs_off, self.rhs,
+             unknown) = encode_rules(self.rules, self.terminal_index)
+            self.rule_lhs: list[int] = self.rule_lhs_arr.tolist()
+            self.rule_len: list[int] = np.diff(self.rhs_off).tolist()
+        else:
+            self.nonterminals = [AUG_START] + [n for n in grammar.nonterminals if n != AUG_START]
+            self.nonterminal_index = {n: i for i, n in enumerate(self.nonterminals)}
+        if grammar.start not in self.nonterminal_index:
+            raise GrammarError(f"start symbol {grammar.start!r} has no rules")
+        if not native:
+            codes = dict(self.terminal_index)
+            codes.update((n, T + i) for i, n in enumerate(self.nonterminals) if n not in codes)
+            self.rule_lhs = [self.nonterminal_index[r.lhs] for r in self.rules]
+            self.rule_len = [len(r.rhs) for r in self.rules]
+            try:  # every right-hand side, concatenated in rule order (one comprehension: ~2x faster)
                 self.rhs_flat: list[int] = [codes[x] for r in self.rules for x in r.rhs]
-        except KeyError as e:
-            raise GrammarError(f"symbol {e.args[0]!r} is neither a terminal nor a nonterminal with rules") from None
+            except KeyError as e:
+                unknown = e.args[0]
+        if unknown is not None:
+            raise GrammarError(f"symbol {unknown!r} is neither a terminal nor a nonterminal with rules")
 
 
 class _Builder(_Symbols):
