@@ -469,38 +469,43 @@ cdef class Dag:
                 opens.push_back(self.wunion(self.n_open[oa0 + i + 1], self.n_open[ob0 + i + 1]))
                 i += 2
             return self.node(final, opens[0], edges[0])
-        # opens: a's in order, b's merged in (in b's order, as the dict update does), then sorted
-        for i in range(oa0, oa1):
-            opens.push_back(self.n_open[i])
-        j = ob0
-        while j < ob1:
-            t = self.n_open[j]
-            i = 0
-            while i < <int32_t>opens.size() and opens[0][i] != t:
-                i += 2
-            if i < <int32_t>opens.size():
-                opens[0][i + 1] = self.wunion(opens[0][i + 1], self.n_open[j + 1])
-            else:
-                opens.push_back(t)
-                opens.push_back(self.n_open[j + 1])
-            j += 2
-        _sort_pairs(opens[0])
-        for i in range(ea0, ea1):
-            edges.push_back(self.n_edge[i])
-        j = eb0
-        while j < eb1:
-            t = self.n_edge[j]
-            i = 0
-            while i < <int32_t>edges.size() and edges[0][i] != t:
-                i += 2
-            if i < <int32_t>edges.size():
-                edges[0][i + 1] = self.union(edges[0][i + 1], self.n_edge[j + 1])
-            else:
-                edges.push_back(t)
-                edges.push_back(self.n_edge[j + 1])
-            j += 2
-        _sort_pairs(edges[0])
+        # opens / edges: a's in order, b's merged in (in b's order, as a dict update does), sorted
+        self.merge_pairs(opens, False, oa0, oa1, ob0, ob1)
+        self.merge_pairs(edges, True, ea0, ea1, eb0, eb1)
         return self.node(final, opens[0], edges[0])
+
+    cdef int merge_pairs(self, vector[int32_t]* out, bint children, int32_t a0, int32_t a1,
+                         int32_t b0, int32_t b1) except -1:
+        """``out`` = the flat (label, value) pairs ``[a0, a1)`` with each pair of ``[b0, b1)``
+        merged in — the values of a label in both united — sorted by label: of ``n_edge`` (nodes)
+        when ``children``, else of ``n_open`` (weights). Indices, not pointers: a union may grow
+        the node arrays."""
+        cdef vector[int32_t]* src = &self.n_open
+        cdef int32_t i, j, t, v
+        if children:
+            src = &self.n_edge
+        out.clear()
+        for i in range(a0, a1):
+            out.push_back(src[0][i])
+        j = b0
+        while j < b1:
+            t = src[0][j]
+            v = src[0][j + 1]
+            i = 0
+            while i < <int32_t>out.size() and out[0][i] != t:
+                i += 2
+            if i < <int32_t>out.size():
+                if children:
+                    v = self.union(out[0][i + 1], v)
+                else:
+                    v = self.wunion(out[0][i + 1], v)
+                out[0][i + 1] = v
+            else:
+                out.push_back(t)
+                out.push_back(v)
+            j += 2
+        _sort_pairs(out[0])
+        return 0
 
     cdef int32_t union_all(self, vector[int32_t]& ids, Py_ssize_t begin) except -2:
         """Union of the nodes ``ids[begin:]`` at once: one new node, not one per pairwise step
