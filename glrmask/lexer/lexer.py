@@ -687,8 +687,8 @@ class Lexer:
     def _make_atom(self, look: int, positive: bool, trackers) -> int:
         """The atom of lookahead ``look`` started here (``trackers``: the lookbehind trackers at
         this position, needed when its body looks back)."""
-        if not self.prog.reaches_lookbehind(self.prog.look_starts[look]):
-            trackers = None
+        if trackers is not None and not self.prog.reaches_lookbehind(self.prog.look_starts[look]):
+            trackers = None  # (no trackers: nothing to drop, and no walk over a key guard's body)
         key = (look, positive, trackers)
         hit = self._look_init.get(key)
         if hit is None:
@@ -947,9 +947,14 @@ class Lexer:
         if hit is None:
             prog = self.prog
             kind, a, b, c = prog.kind, prog.a, prog.b, prog.c
-            hit = not self.terms[t].tracker_starts and all(_encodable(prog.classes[k].cps) for k in self.terms[t].classes)
+            # Assertion instructions come only from these spellings (anchors are refused), so a
+            # pattern without them needs no walk over its instructions (thousands for a bounded
+            # string: ~10 ms of a large schema's first mask); with one, the walk decides. The
+            # walk comes before the classes: a key's exclusion lookahead is its first
+            # instruction, while its classes (one per spelling of each character) are many.
+            hit = not self.terms[t].tracker_starts
             seen: set[int] = set()
-            stack = [self.terms[t].start]
+            stack = [self.terms[t].start] if any(x in self.terms[t].pattern for x in _ASSERTION_SPELLINGS) else []
             while stack and hit:
                 pc = stack.pop()
                 if pc in seen:
@@ -968,6 +973,7 @@ class Lexer:
                     stack.append(b[pc])
                 elif k == REP_CHECK:
                     stack.extend((b[pc], c[pc]))
+            hit = hit and all(_encodable(prog.classes[k].cps) for k in self.terms[t].classes)
             self._plain_terms[t] = hit
         return hit
 
@@ -1083,6 +1089,11 @@ class Lexer:
                     return self.FALSE  # a higher-priority thread matched unconditionally
                 new.append((q, qcs))
         return self._make_cond(t, tr2, new, own2)
+
+
+_ASSERTION_SPELLINGS = ("(?=", "(?!", "(?<", "\\b", "\\B")
+"""Every way a Python regex writes a lookaround or a word boundary (the only sources of LOOK, LB
+and BOUND instructions; a character class's ``[\\b]`` is a false alarm, which only costs a walk)."""
 
 
 def _encodable(cps) -> bool:
