@@ -442,15 +442,20 @@ class Vocab:
 
     def __getstate__(self) -> dict[str, Any]:
         # The tokenizers object is rebuilt on demand after unpickling (e.g. in a worker process).
-        return {k: getattr(self, k) for k in self.__slots__ if k != "_tokenizer"}
+        # The token bytes travel once, as token_bytes_concat/token_offsets: pickling the tuple of
+        # per-token bytes objects as well took ~10 ms for Llama-3.1, and a process pickles its
+        # vocabulary for the background compiler on the way to its first dynamic mask.
+        return {k: getattr(self, k) for k in self.__slots__ if k not in ("_tokenizer", "_bytes")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         for key, value in state.items():
             if isinstance(value, np.ndarray):
                 value.flags.writeable = False
             elif key == "_bytes":
-                value = tuple(value)  # untracked by the collector (see __init__)
+                value = tuple(value)  # a pickle of an older version; untracked (see __init__)
             object.__setattr__(self, key, value)
+        if "_bytes" not in state:
+            object.__setattr__(self, "_bytes", _split_tokens(self.token_bytes_concat, self.token_offsets))
         object.__setattr__(self, "_tokenizer", None)
 
     def __setattr__(self, key: str, value: Any) -> None:
@@ -778,6 +783,14 @@ class Vocab:
 
 # --------------------------------------------------------------------------------------------------
 # helpers
+
+
+def _split_tokens(concat: np.ndarray, offsets: np.ndarray) -> tuple[bytes, ...]:
+    """Each token's bytes from the concatenation and its offsets (the inverse of the join in
+    :meth:`Vocab.__init__`)."""
+    data = concat.tobytes()
+    off = offsets.tolist()
+    return tuple([data[a:b] for a, b in zip(off, off[1:])])
 
 
 def _check_id(i: Any, bound: int, name: str, what: str, exc: type[VocabError] = VocabError) -> int:
