@@ -1,8 +1,8 @@
 """The byte groups of a set of character classes (``Program.byte_groups``) are what their
 definition says — bytes are together iff every class's UTF-8 automaton steps them alike, read off
 the classes' byte signatures column by column, groups ordered by their smallest byte — however
-they are computed (an ASCII sweep and a cached non-ASCII half), on random class sets, on every
-shipped grammar and on real JSON Schema lexers."""
+they are computed (an ASCII sweep, in C or in Python, and a cached non-ASCII half), on random
+class sets, on every shipped grammar and on real JSON Schema lexers."""
 from __future__ import annotations
 
 import sys
@@ -19,6 +19,7 @@ from glrmask.grammar.loader import load_grammar  # noqa: E402
 from glrmask.grammar.normalize import normalize  # noqa: E402
 from glrmask.json_schema import lower_json_schema_ir  # noqa: E402
 from glrmask.lexer import Lexer  # noqa: E402
+from glrmask.lexer import program as program_module  # noqa: E402
 from glrmask.lexer.program import Program  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,16 +59,37 @@ CLASS_PATTERNS = [
 ones reaching into 2-, 3- and 4-byte UTF-8 characters, whose continuation bytes they tell apart."""
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(CLASS_PATTERNS), min_size=1, max_size=12, unique=True),
-       st.data())
-def test_random_class_sets_group_bytes_by_definition(patterns, data):
+class_sets = st.tuples(
+    st.lists(st.sampled_from(CLASS_PATTERNS), min_size=1, max_size=12, unique=True), st.data())
+
+
+def check_random_class_set(patterns, data) -> None:
+    program_module._BYTE_GROUPS.clear()  # computed afresh, not recalled
     prog = Program()
     terms = [prog.add_terminal(f"T{i}", p) for i, p in enumerate(patterns)]
     ids = sorted({c for t in terms for c in t.classes})
     subset = data.draw(st.lists(st.sampled_from(ids), unique=True))
     assert_partitions_by_definition(prog, ids)
     assert_partitions_by_definition(prog, subset)
+
+
+@settings(max_examples=300, deadline=None)
+@given(class_sets)
+def test_random_class_sets_group_bytes_by_definition(case):
+    check_random_class_set(*case)
+
+
+@pytest.mark.skipif(program_module._native_groups is None, reason="glrmask_ext.byte_groups not built")
+@settings(max_examples=150, deadline=None)
+@given(class_sets)
+def test_without_the_extension_the_python_sweep_groups_bytes_by_definition(case):
+    native = program_module._native_groups
+    program_module._native_groups = None
+    try:
+        check_random_class_set(*case)
+    finally:
+        program_module._native_groups = native
+        program_module._BYTE_GROUPS.clear()
 
 
 def test_no_classes_is_one_group():

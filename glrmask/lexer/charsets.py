@@ -464,9 +464,21 @@ _NODE_CLASS_CACHE: dict = {}
 def node_class(op, av, flags: int) -> ByteClass:
     """``byte_class(node_set(op, av, flags))`` in one lookup: a compile asks it of every
     single-character node, and most nodes (literals above all) recur across patterns."""
-    rel = flags & (FLAG_IGNORECASE | FLAG_DOTALL | FLAG_ASCII)
-    key = _node_key(op, av, rel)
-    bc = _NODE_CLASS_CACHE.get(key)
+    rel = flags & _NODE_FLAGS
+    if op is _IN:  # the common shape inline (a compile asks once per class node it meets)
+        key = (op, tuple(av), rel)
+        try:
+            bc = _NODE_CLASS_CACHE.get(key)
+        except TypeError:  # an item that is not hashable as it stands: _node_key freezes it
+            key = _node_key(op, av, rel)
+            bc = _NODE_CLASS_CACHE.get(key)
+    else:
+        key = _node_key(op, av, rel)
+        bc = _NODE_CLASS_CACHE.get(key)
     if bc is None:
         bc = _NODE_CLASS_CACHE[key] = byte_class(node_set(op, av, flags))
     return bc
+
+
+_NODE_FLAGS = FLAG_IGNORECASE | FLAG_DOTALL | FLAG_ASCII
+_IN = C.IN

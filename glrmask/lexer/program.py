@@ -612,38 +612,60 @@ def clear_terminal_cache() -> None:
 
 
 def _byte_groups(classes: list[ByteClass]) -> tuple[tuple[int, ...], ...]:
-    """:meth:`Program.byte_groups` of a list of classes (uncached).
+    """:meth:`Program.byte_groups` of a list of classes (uncached)."""
+    return _byte_partition(classes)[0]
+
+
+def _byte_partition(classes: list[ByteClass]) -> tuple[tuple[tuple[int, ...], ...], list[int]]:
+    """``(groups, group of each byte)`` of a list of classes (uncached).
 
     Computed in two independent halves, because no class ever puts an ASCII byte and a byte
     above 0x7F together (their :meth:`ByteClass.byte_signature` values lie in disjoint ranges):
 
-    * ASCII bytes are alike iff every class agrees on their membership. Each class's ASCII part
-      is a few runs, i.e. a few toggle points (:meth:`ByteClass.ascii_edges`); sweeping the
-      merged points with one bit per class gives each segment between two points its membership
-      vector as an int, and segments with the same vector form a group. The cost is the number
-      of points, not 128 bytes per class (a key literal's classes are a dozen single
-      characters).
+    * ASCII bytes are alike iff every class agrees on their membership: :func:`_ascii_groups`
+      (in C when built, ``glrmask_ext.byte_groups``), from each class's few toggle points
+      (:meth:`ByteClass.ascii_edges`) rather than 128 signature entries per class.
     * Bytes above 0x7F: a class with no non-ASCII code point kills all of them from every state
       and tells apart only continuation bytes from the others, which every class that holds a
       non-ASCII code point tells apart too (continuation and other bytes have signature values
-      in disjoint ranges). So only those classes' signature columns are compared, and with none
-      of them every byte above 0x7F is in one group.
+      in disjoint ranges). So only those classes' signature columns are compared
+      (:func:`_high_groups`), and with none of them every byte above 0x7F is in one group.
 
     Both halves list their groups by first byte, with each group's bytes in increasing order,
     and every ASCII group precedes the others: the order :meth:`Program.byte_groups` promises
     (what grouping the 256 signature columns in byte order gives)."""
     if not classes:
-        return (tuple(range(256)),)
-    toggles: dict[int, int] = {0: 0}  # byte -> the classes whose membership changes there
+        return (tuple(range(256)),), [0] * 256
+    wide = [bc for bc in classes if bc.cps and bc.cps[-1][1] >= 0x80]
+    if _native_groups is not None:
+        low, group_of = _native_groups.ascii_groups([bc.ascii_edges() for bc in classes])
+    else:
+        low = _ascii_groups(classes)
+        group_of = [0] * 0x80
+        for k, g in enumerate(low):
+            for b in g:
+                group_of[b] = k
+    n = len(low)
+    if wide:
+        high, high_of = _high_groups(wide)
+        group_of.extend([n + k for k in high_of])
+        return low + high, group_of
+    group_of.extend([n] * 0x80)
+    return low + (_HIGH_BYTES,), group_of
+
+
+def _ascii_groups(classes: list[ByteClass]) -> tuple[tuple[int, ...], ...]:
+    """The groups of bytes 0..127 (by membership in every class), by first byte: the merged
+    toggle points of all classes, swept with one bit per class, give each segment between two
+    points its membership vector as an int; segments with the same vector form a group. The
+    cost is the number of points, not 128 bytes per class (a key literal's classes are a dozen
+    single characters). ``glrmask_ext.byte_groups.ascii_groups`` computes the same in C."""
+    toggles: dict[int, int] = {0: 0}  # byte -> the classes whose membership flips there
     get = toggles.get
-    wide = []  # the classes holding a non-ASCII code point (their intervals are sorted)
     for j, bc in enumerate(classes):
         bit = 1 << j
         for b in bc.ascii_edges():
             toggles[b] = get(b, 0) ^ bit
-        cps = bc.cps
-        if cps and cps[-1][1] >= 0x80:
-            wide.append(bc)
     cuts = sorted(toggles)
     cuts.append(0x80)
     groups: dict[int, list[int]] = {}
@@ -656,15 +678,14 @@ def _byte_groups(classes: list[ByteClass]) -> tuple[tuple[int, ...], ...]:
             groups[member] = list(range(lo, cuts[i + 1]))
         else:
             hit.extend(range(lo, cuts[i + 1]))
-    out = tuple([tuple(g) for g in groups.values()])
-    return out + (_high_groups(wide) if wide else (_HIGH_BYTES,))
+    return tuple([tuple(g) for g in groups.values()])
 
 
-def _high_groups(wide: list[ByteClass]) -> tuple[tuple[int, ...], ...]:
+def _high_groups(wide: list[ByteClass]) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
     """The groups of the bytes above 0x7F for the classes ``wide`` that hold a non-ASCII code
-    point (:func:`_byte_groups`), by first byte. Cached by the set of classes: most terminals
-    of a JSON Schema grammar read the same one or two string-content classes, whatever their
-    ASCII classes are."""
+    point (:func:`_byte_partition`), by first byte, and the group of each of those 128 bytes.
+    Cached by the set of classes: most terminals of a JSON Schema grammar read the same one or
+    two string-content classes, whatever their ASCII classes are."""
     key = frozenset(map(id, wide))
     hit = _HIGH_GROUPS.get(key)
     if hit is not None:
@@ -678,16 +699,19 @@ def _high_groups(wide: list[ByteClass]) -> tuple[tuple[int, ...], ...]:
             high[column] = [b]
         else:
             group.append(b)
-    out = tuple([tuple(g) for g in high.values()])
+    groups = tuple([tuple(g) for g in high.values()])
+    high_of = [0] * 0x80
+    for k, g in enumerate(groups):
+        for b in g:
+            high_of[b - 0x80] = k
+    out = (groups, tuple(high_of))
     if len(_HIGH_GROUPS) >= _BYTE_GROUPS_MAX:
         _HIGH_GROUPS.clear()
     _HIGH_GROUPS[key] = (tuple(wide), out)  # the classes kept alive: no id in a key is reused
     return out
 
 
-_HIGH_GROUPS: dict[frozenset[int], tuple[tuple[ByteClass, ...], tuple[tuple[int, ...], ...]]] = {}
-
-
+_HIGH_GROUPS: dict[frozenset[int], tuple[tuple[ByteClass, ...], tuple]] = {}
 _HIGH_BYTES = tuple(range(0x80, 0x100))
 
 
@@ -699,16 +723,9 @@ class _Partition:
 
     def __init__(self, classes: list[ByteClass]):
         self.classes = tuple(classes)
-        self.groups = _byte_groups(classes)
-        group_of = [0] * 256
-        for k, g in enumerate(self.groups):
-            if g is _HIGH_BYTES:  # the usual last group: one slice assignment
-                group_of[0x80:] = [k] * 0x80
-            else:
-                for b in g:
-                    group_of[b] = k
+        self.groups, group_of = _byte_partition(classes)
         self.group_of = tuple(group_of)  # immutable and, once collected, not tracked
-        self.representatives = tuple(g[0] for g in self.groups)
+        self.representatives = tuple([g[0] for g in self.groups])
 
 
 _BYTE_GROUPS: dict[frozenset[int], _Partition] = {}
@@ -1334,6 +1351,11 @@ _MIN_COPIES_TO_STAMP = 3
 """A repeat with at most this many copies of its body compiles each (``x{3}``): taking the
 block costs about what compiling a small body twice does."""
 
+
+try:
+    from glrmask_ext import byte_groups as _native_groups
+except ImportError:  # pragma: no cover - the extension is not built: the Python sweep
+    _native_groups = None
 
 try:
     from glrmask_ext import lexer_compile as _native
