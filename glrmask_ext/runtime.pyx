@@ -500,7 +500,12 @@ cdef class LazyLexer:
 
     cdef int32_t _events(self, const int32_t[::1] ev) except -2:
         """Store an event list (``[term, cond, …]``); its reference, -1 for none."""
-        cdef Py_ssize_t n = ev.shape[0] // 2, k
+        if ev.shape[0] < 2:
+            return -1
+        return self._events_at(&ev[0], ev.shape[0] // 2)
+
+    cdef int32_t _events_at(self, const int32_t* ev, Py_ssize_t n) except -2:
+        cdef Py_ssize_t k
         cdef int32_t* chunk
         cdef int32_t ref
         if n == 0:
@@ -539,6 +544,28 @@ cdef class LazyLexer:
         if q2 != DEAD:
             self._check_state(q2)
         ref = self._events(events)
+        for k in range(byte_set.shape[0]):
+            self.z.evref[q][byte_set[k]] = ref
+            glr_store_i32(&self.z.trans[q][byte_set[k]], q2)
+
+    def set_step_events(self, int32_t q, const uint8_t[::1] byte_set, int32_t q2, object events_in) -> None:
+        """:meth:`set_step` with the lexer's own events ``((term, cond), …)`` (no flat array
+        built per entry: the explorer calls this once per lexer entry it explores)."""
+        cdef int32_t buf[2 * 64]
+        cdef tuple events = events_in if type(events_in) is tuple else tuple(events_in)
+        cdef Py_ssize_t n = len(events), k
+        cdef int32_t ref
+        if n > 64:
+            flat = np.asarray([x for e in events for x in e], dtype=np.int32)
+            self.set_step(q, byte_set, q2, flat)
+            return
+        for k in range(n):
+            buf[2 * k] = events[k][0]
+            buf[2 * k + 1] = events[k][1]
+        self._rows_for(q)
+        if q2 != DEAD:
+            self._check_state(q2)
+        ref = self._events_at(buf, n)
         for k in range(byte_set.shape[0]):
             self.z.evref[q][byte_set[k]] = ref
             glr_store_i32(&self.z.trans[q][byte_set[k]], q2)

@@ -89,11 +89,9 @@ class LexerExplorer:
                 self.n_explored += 1
                 if kind == self.M_STEP:
                     q2, events = lexer.step(a, b)
-                    flat = []
-                    for term, cond in events:
+                    for _term, cond in events:
                         self._cond(cond)
-                        flat += (term, cond)
-                    nat.set_step(a, self._groups[self._group_of[b]], q2, np.asarray(flat, dtype=np.int32))
+                    nat.set_step_events(a, self._groups[self._group_of[b]], q2, events)
                 elif kind == self.M_ALIVE:
                     words = np.zeros(self.fut_words, dtype=np.uint64)
                     alive = lexer.alive_terminals(a)
