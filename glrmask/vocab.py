@@ -443,8 +443,9 @@ class Vocab:
     def __getstate__(self) -> dict[str, Any]:
         # The tokenizers object is rebuilt on demand after unpickling (e.g. in a worker process).
         # The token bytes travel once, as token_bytes_concat/token_offsets: pickling the tuple of
-        # per-token bytes objects as well took ~10 ms for Llama-3.1, and a process pickles its
-        # vocabulary for the background compiler on the way to its first dynamic mask.
+        # per-token bytes objects as well took ~10 ms for Llama-3.1 (of ~11 ms), CPU that auto mode's
+        # watcher thread spends beside the decode loop when it hands the vocabulary to the
+        # background compiler (and unpickling it there is faster too: 19 vs 24 ms).
         return {k: getattr(self, k) for k in self.__slots__ if k not in ("_tokenizer", "_bytes")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
