@@ -32,6 +32,7 @@ import numpy as np
 
 from glrmask.budget import current_budget
 from glrmask.lexer.dfa import LexerDFA, _row_labels
+from glrmask_ext import state_classes as _native
 
 __all__ = ["BoundedClasses", "byte_groups", "event_keys", "node_heights", "trie_heights"]
 
@@ -43,14 +44,22 @@ class BoundedClasses:
     higher level equals the last one)."""
 
     def __init__(self, dfa: LexerDFA, max_h: int, *, stage: str = "terminal DWA (lexer state classes)",
-                 ev: Optional[np.ndarray] = None):
+                 ev: Optional[np.ndarray] = None, native: bool = True):
+        """``native=False``: the levels by the numpy description below (the tests' reference)."""
         ev = event_keys(dfa) if ev is None else ev
         # bytes with identical columns (target and events) in every state are one column here
         cols = np.concatenate([dfa.trans.astype(np.int64), ev], axis=0)
         _, first = np.unique(_column_labels(cols), return_index=True)
         keep = np.sort(first)
         observed = np.concatenate([dfa.futures.view(np.int64), ev[:, keep]], axis=1)
-        self._build(dfa.trans[:, keep].astype(np.int64), observed, max_h, stage)
+        if native:
+            current_budget().check(stage)
+            self.n_states = int(dfa.trans.shape[0])
+            self._reps = _native.refinement_levels(np.ascontiguousarray(dfa.trans[:, keep], dtype=np.int32),
+                                                   np.ascontiguousarray(observed, dtype=np.int64), max_h)
+            self.stable_from = len(self._reps) - 1
+        else:
+            self._build(dfa.trans[:, keep].astype(np.int64), observed, max_h, stage)
 
     def _build(self, trans: np.ndarray, observed: np.ndarray, max_h: int, stage: str) -> None:
         n = trans.shape[0]
@@ -102,9 +111,14 @@ class BoundedClasses:
         return len(set(lev))
 
 
-def event_keys(dfa: LexerDFA) -> np.ndarray:
-    """``int64[n_states, 256]``: equal iff the two transitions report the same event list."""
+def event_keys(dfa: LexerDFA, *, native: bool = True) -> np.ndarray:
+    """``int64[n_states, 256]``: equal iff the two transitions report the same event list (ids by
+    first appearance in (state, byte) order; 0: no event)."""
     n = dfa.n_states
+    if native:
+        return _native.event_keys(np.ascontiguousarray(dfa.ev_ptr, dtype=np.int64),
+                                  np.ascontiguousarray(dfa.ev_term, dtype=np.int32),
+                                  np.ascontiguousarray(dfa.ev_cond, dtype=np.int32), n)
     ptr = dfa.ev_ptr.astype(np.int64)
     lens = np.diff(ptr)
     keys = np.zeros(n * 256, dtype=np.int64)
@@ -126,11 +140,14 @@ def event_keys(dfa: LexerDFA) -> np.ndarray:
     return keys.reshape(n, 256)
 
 
-def byte_groups(dfa: LexerDFA, ev: Optional[np.ndarray] = None) -> tuple[tuple[int, ...], ...]:
+def byte_groups(dfa: LexerDFA, ev: Optional[np.ndarray] = None, *, native: bool = True) -> tuple[tuple[int, ...], ...]:
     """The bytes every state and every condition of ``dfa`` steps alike (same target, same
     events, same condition successor), as groups ordered by their smallest byte: a branch of the
     Terminal DWA walk is then stepped once per group."""
     ev = event_keys(dfa) if ev is None else ev
+    if native:
+        return _native.byte_groups(np.ascontiguousarray(dfa.trans, dtype=np.int32), np.ascontiguousarray(ev, dtype=np.int64),
+                                   np.ascontiguousarray(dfa.cond_trans, dtype=np.int32).reshape(-1, 256))
     cols = np.concatenate([dfa.trans.astype(np.int64), ev, dfa.cond_trans.astype(np.int64)], axis=0)
     groups: dict[int, list[int]] = {}
     for b, g in enumerate(_column_labels(cols).tolist()):
@@ -139,10 +156,10 @@ def byte_groups(dfa: LexerDFA, ev: Optional[np.ndarray] = None) -> tuple[tuple[i
 
 
 def _column_labels(cols: np.ndarray) -> np.ndarray:
-    """Per column (byte) of ``cols``, a label equal iff the columns are equal: the rows' hash
-    grouping of :func:`_row_labels` on the transpose (``np.unique(axis=1)`` sorts whole columns
-    as byte strings, ~20 ms on a schema's lexer; this is one pass of multiply-adds)."""
-    return _row_labels(np.ascontiguousarray(cols.T))
+    """Per column (byte) of ``cols``, a label equal iff the columns are equal (numbered by first
+    column; ``np.unique(axis=1)`` sorted whole columns as byte strings, ~20 ms on a schema's
+    lexer)."""
+    return _native.column_labels(np.ascontiguousarray(cols, dtype=np.int64))
 
 
 def _smallest_member(labels: np.ndarray) -> np.ndarray:
