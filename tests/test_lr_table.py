@@ -160,3 +160,17 @@ def test_ignored_terminals_are_listed_and_have_no_actions():
     ws = t.terminal_index["WS"]
     assert t.ignored_terminals == frozenset({ws})
     assert not any(t.action(s, ws) for s in range(t.n_states))
+
+
+def test_a_table_pickles_without_its_caches_and_reads_back_the_same():
+    import pickle
+
+    from glrmask.grammar.lark_frontend import grammar_from_lark
+
+    t = LRTable.build(normalize(grammar_from_lark('start: "a" start | "b"')))
+    _ = t.shift_table  # a dense view computed before pickling is not carried
+    copy = pickle.loads(pickle.dumps(t))
+    assert copy.dense_views_nbytes == 0
+    for name in ("act_ptr", "act_term", "act_shift", "goto_tgt", "reduce_rules"):
+        assert np.array_equal(getattr(copy, name), getattr(t, name))
+    assert np.array_equal(copy.shift_table, t.shift_table)

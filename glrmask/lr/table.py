@@ -140,6 +140,20 @@ class LRTable:
         self.rows = _ArrayRows(self.n_terminals, self.act_ptr, self.act_term, self.act_shift, self.act_roff,
                                self.reduce_rules)
 
+    def __getstate__(self) -> dict:
+        """Pickled without what is derived (the row cache, the dense views) or per process (the
+        views' lock); they are rebuilt on unpickling."""
+        state = dict(self.__dict__)
+        for name in ("rows", "_dense", "_dense_lock"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._dense = {}
+        self._dense_lock = threading.Lock()
+        self.__post_init__()
+
     # -- dense views -----------------------------------------------------------------------------
     @property
     def shift_table(self) -> np.ndarray:
