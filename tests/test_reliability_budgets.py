@@ -110,7 +110,7 @@ def test_normalization_is_budgeted_by_rules(vocab):
 
 
 def test_a_long_repeated_literal_honours_the_deadline_after_the_front_end(vocab):
-    budget = 0.5  # the whole compile takes seconds; its stages after the front-end check the deadline
+    budget = 0.05  # the whole compile takes ~0.4 s; its stages after the front-end check the deadline
     err, elapsed = too_complex('root ::= "a"{100000}', vocab, limits={"max_seconds": budget})
     assert "max_seconds" in str(err)
     assert elapsed < budget * 1.5 + MARGIN_S
