@@ -523,7 +523,7 @@ cdef class Dag:
 
     cdef int32_t union_all_at(self, vector[int32_t]& ids, Py_ssize_t begin, GmUnionScratch* S) except -2:
         cdef vector[int32_t]* ns = &S.ns
-        cdef int32_t res, n, t, k, g, final
+        cdef int32_t res, n, final
         cdef size_t m, n_og = 0, n_eg = 0
         _sorted_distinct(ids, begin, ns[0])
         if ns.size() <= 2:
@@ -542,30 +542,8 @@ cdef class Dag:
             n = ns[0][m]
             if self.n_final[n] >= 0:
                 S.finals.push_back(self.n_final[n])
-            k = self.n_open_ptr[n]
-            while k < self.n_open_ptr[n + 1]:
-                t = self.n_open[k]
-                g = _find(S.olabs, t)
-                if g < 0:
-                    g = <int32_t>S.olabs.size()
-                    S.olabs.push_back(t)
-                    if S.ows.size() <= <size_t>g:
-                        S.ows.resize(g + 1)
-                    S.ows[g].clear()
-                S.ows[g].push_back(self.n_open[k + 1])
-                k += 2
-            k = self.n_edge_ptr[n]
-            while k < self.n_edge_ptr[n + 1]:
-                t = self.n_edge[k]
-                g = _find(S.elabs, t)
-                if g < 0:
-                    g = <int32_t>S.elabs.size()
-                    S.elabs.push_back(t)
-                    if S.ecs.size() <= <size_t>g:
-                        S.ecs.resize(g + 1)
-                    S.ecs[g].clear()
-                S.ecs[g].push_back(self.n_edge[k + 1])
-                k += 2
+            _group_by_label(self.n_open, self.n_open_ptr[n], self.n_open_ptr[n + 1], S.olabs, S.ows)
+            _group_by_label(self.n_edge, self.n_edge_ptr[n], self.n_edge_ptr[n + 1], S.elabs, S.ecs)
         final = self.wunion_all(S.finals)
         S.opens.clear()
         for m in range(S.olabs.size()):
@@ -669,6 +647,24 @@ cdef class Dag:
             "weight_ptr": _arr(weight_ptr), "weight_bounds": _arr(bounds),
             "cond_ids": np.asarray(conds, dtype=np.int32), "fail_seed": np.asarray(fail, dtype=np.int32),
         }
+
+
+cdef void _group_by_label(vector[int32_t]& pairs, int32_t k0, int32_t k1, vector[int32_t]& labels,
+                          vector[vector[int32_t]]& groups) noexcept:
+    """Append the values of the flat (label, value) pairs ``pairs[k0:k1]`` to their label's group,
+    labels in order of first appearance (a new label's group is cleared before use: the groups
+    are reused from call to call)."""
+    cdef int32_t k = k0, g
+    while k < k1:
+        g = _find(labels, pairs[k])
+        if g < 0:
+            g = <int32_t>labels.size()
+            labels.push_back(pairs[k])
+            if groups.size() <= <size_t>g:
+                groups.resize(g + 1)
+            groups[g].clear()
+        groups[g].push_back(pairs[k + 1])
+        k += 2
 
 
 cdef inline int32_t _find(vector[int32_t]& labels, int32_t t) noexcept:
