@@ -16,6 +16,10 @@ from glrmask.lexer.dense import DenseLexer
 from _maskbench import MASKBENCH, first_schemas
 from conftest import byte_vocab
 
+_OVER_BUDGET = {"Snowplow[0]", "WashingtonPost[0]"}
+"""Schemas whose lexer exceeds the default limits (a 200k-instruction terminal; 76k explored
+states): no dense lexer to compare on. Any other schema over budget fails the test."""
+
 GRAMMARS = sorted((Path(__file__).resolve().parents[1] / "grammars").glob("*.lark"))
 
 
@@ -24,6 +28,8 @@ def _dfas():
         yield pytest.param(lambda p=path: glrmask.compile(str(p), byte_vocab(), mode="static").lexer.dfa, id=path.stem)
     if MASKBENCH.is_dir():
         for name, schema in first_schemas(1):
+            if name in _OVER_BUDGET:
+                continue
             def make(s=schema):
                 lexer = glrmask.compile_json_schema(s, byte_vocab(), mode="dynamic").lexer
                 return DenseLexer.from_lexer(lexer).dfa
@@ -32,10 +38,7 @@ def _dfas():
 
 @pytest.fixture(params=list(_dfas()))
 def dfa(request):
-    try:
-        return request.param()
-    except glrmask.errors.GrammarTooComplex:
-        pytest.skip("over the default budgets")
+    return request.param()
 
 
 def test_event_keys_are_the_descriptions(dfa):
