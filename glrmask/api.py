@@ -20,6 +20,7 @@ import numpy as np
 from .budget import DEFAULT_MAX_SECONDS, activate_budget
 from .collisions import find_lookahead_collisions
 from .errors import GlrmaskError
+from .grammar.gc_pause import cyclic_gc_paused
 from .grammar.ir import Grammar
 from .grammar.loader import load_grammar
 from .grammar.normalize import normalize
@@ -139,10 +140,11 @@ class Mask:
                  cache_dir: "str | os.PathLike[str] | None" = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        self._init_common(vocab, grammar, normalize(grammar), mode)
-        self.table = LRTable.build(self.grammar, check=False)  # normalize() checked its normal form
-        self._lazy_lexer = Lexer([(t.name, t.pattern) for t in self.grammar.terminals.values()],
-                                 max_states=lexer_max_states)
+        with cyclic_gc_paused():  # tables and lexer programs: tens of thousands of cycle-free objects
+            self._init_common(vocab, grammar, normalize(grammar), mode)
+            self.table = LRTable.build(self.grammar, check=False)  # normalize() checked its normal form
+            self._lazy_lexer = Lexer([(t.name, t.pattern) for t in self.grammar.terminals.values()],
+                                     max_states=lexer_max_states)
         self._limits = dict(limits or {})
         if mode == "static":
             self._engine = self._static_engine(on_stage)
