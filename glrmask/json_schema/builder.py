@@ -17,11 +17,11 @@ import re
 from functools import lru_cache
 
 from glrmask_ext.grammar_prune import prune_rules
-from glrmask_ext.ir_rules import new_rule
+from glrmask_ext.ir_rules import GrammarBuilderCore, emit_rules, new_terminal
 
 from ..budget import current_budget
-from ..errors import GrammarTooComplex, UnsupportedSchema
-from ..grammar.ir import Grammar, Rule, TerminalDef
+from ..errors import UnsupportedSchema
+from ..grammar.ir import Grammar, Rule
 
 
 def lark_regex_literal(regex: str) -> str:
@@ -93,52 +93,10 @@ def lark_pattern(regex: str) -> str:
     return _LARK_ESCAPE.sub(replace, regex)
 
 
-class GrammarBuilder:
-    def __init__(self, max_rules: int, max_chars: int) -> None:
-        self.rules: dict[str, list[list[str]]] = {}
-        self.terminals: dict[str, str] = {}
-        self._by_regex: dict[str, str] = {}
-        self._counts: dict[str, int] = {}
-        self.max_rules = max_rules
-        self.max_chars = max_chars
-        self._chars = 0
-        self._used: set[str] = {'start', '_w'}
-
-    def _fresh(self, hint: str) -> str:
-        n = self._counts.get(hint, 0)
-        name = hint if n == 0 and hint not in ('start', 'START') else f"{hint}_{n}"
-        while name in self._used:
-            n += 1
-            name = f"{hint}_{n}"
-        self._counts[hint] = n + 1
-        self._used.add(name)
-        return name
-
-    def terminal(self, regex: str, hint: str = 'T') -> str:
-        name = self._by_regex.get(regex)
-        if name is None:
-            name = self._fresh(hint.upper())
-            self._by_regex[regex] = name
-            self.terminals[name] = regex
-            self._chars += len(regex)
-            self._check()
-        return name
-
-    def new_rule(self, hint: str) -> str:
-        name = self._fresh(hint.lower())
-        self.rules[name] = []
-        if len(self.rules) > self.max_rules:
-            raise GrammarTooComplex(f"JSON Schema lowering: more than {self.max_rules} grammar rules")
-        return name
-
-    def set_alts(self, name: str, alts: list[list[str]]) -> None:
-        self.rules[name] = alts
-        self._chars += sum(len(a) for a in alts) * 8
-        self._check()
-
-    def _check(self) -> None:
-        if self._chars > self.max_chars:
-            raise GrammarTooComplex(f"JSON Schema lowering: grammar larger than {self.max_chars} characters")
+class GrammarBuilder(GrammarBuilderCore):
+    """Rules and terminals (see :class:`glrmask_ext.ir_rules.GrammarBuilderCore`: ``rules``,
+    ``terminals``, ``terminal(regex, hint)``, ``new_rule(hint)``, ``set_alts(name, alts)``),
+    pruned and emitted as IR or Lark text."""
 
     def prune(self, start: str, *, native: bool = True) -> None:
         """Drop unproductive alternatives and unreachable rules (linear worklist, no fixpoint sweeps).
@@ -208,19 +166,11 @@ class GrammarBuilder:
         budget = current_budget()
         budget.check("front-end (JSON Schema)")
         self.prune(start)
-        rules: list[Rule] = []
-        size = 0
-        for name in [start] + [r for r in self.rules if r != start]:
-            seen: set[tuple[str, ...]] = set()
-            for alt in self.rules[name]:
-                rhs = tuple(alt)
-                if rhs not in seen:
-                    seen.add(rhs)
-                    rules.append(new_rule(name, rhs))  # Rule(name, rhs), made natively
-                    size += 1 + len(rhs)
+        rules: list[Rule]
+        rules, size = emit_rules(self.rules, start)  # (natively: thousands of rules on a large schema)
         budget.check_size("front-end (JSON Schema)", size, "grammar", "max_symbols",
                             "rules and right-hand-side symbols")
-        terminals = {name: TerminalDef(name, lark_pattern(regex)) for name, regex in self.terminals.items()}
+        terminals = {name: new_terminal(name, lark_pattern(regex)) for name, regex in self.terminals.items()}
         return Grammar(rules=rules, terminals=terminals, start=start, source_name=source_name)
 
     def to_lark(self, start: str) -> str:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from functools import lru_cache
 import math
 import re
 from dataclasses import dataclass, field
@@ -268,9 +269,12 @@ class Lowerer:
                 raise ValueError(f"{name} must be an integer >= {1 if name == 'max_whitespace' else 0}")
         if opts.indent is not None and (not isinstance(opts.indent, int) or opts.indent < 0):
             raise ValueError("indent must be an integer >= 0")
-        bad = _malformed_keywords(root)
+        bad, checked = _malformed_keywords(root)
         if bad:
             raise UnsupportedSchema("invalid JSON Schema:\n  " + "\n  ".join(bad))
+        # the document's schema nodes that walk reached: every keyword value well-formed, so the
+        # per-node checks below skip them (most nodes of a large schema)
+        self._well_formed = checked
         try:
             self.refs = SchemaRefs(root)
         except RefError as e:
@@ -361,13 +365,16 @@ class Lowerer:
 
     def check_keywords(self, schema: dict, ptr: str) -> None:
         """Report unsupported keywords and malformed keyword values (once per schema node)."""
-        if id(schema) in self._validated:
+        i = id(schema)
+        if i in self._validated:
             return
-        self._validated.add(id(schema))
+        self._validated.add(i)
         self.keep.append(schema)
         for k in UNSUPPORTED:
             if k in schema:
                 self.problem(_ptr_join(ptr, k), f"keyword {k!r} is not supported")
+        if i in self._well_formed:
+            return
         for k, v in schema.items():
             msg = _malformed(k, v)
             if msg is not None:
@@ -398,7 +405,10 @@ class Lowerer:
         if self.refs.ref_overrides_siblings and isinstance(schema.get('$ref'), str):
             schema = {'$ref': schema['$ref']}
         user = self.refs.in_document(orig)  # internal keywords are the lowering's own, never the user's
-        schema = {k: v for k, v in schema.items() if _malformed(k, v) is None and not (user and k in INTERNAL)}
+        if id(orig) not in self._well_formed:
+            schema = {k: v for k, v in schema.items() if _malformed(k, v) is None and not (user and k in INTERNAL)}
+        elif not INTERNAL.isdisjoint(schema):  # (a well-formed node is a document node: user)
+            schema = {k: v for k, v in schema.items() if k not in INTERNAL}
         applicators = ('$ref', '$dynamicRef', 'allOf', 'not', 'if', 'then', 'else', 'dependentRequired', 'dependentSchemas',
                        'dependencies', 'unevaluatedProperties', 'unevaluatedItems')
         own = self._normalize_own({k: v for k, v in schema.items() if k not in applicators}, ptr)
@@ -938,7 +948,7 @@ class Lowerer:
             if name is None:
                 name = self.memo[('deep',)] = self.g.new_rule('too_deep')
             return name
-        if schema is True or (isinstance(schema, dict) and not (set(schema) & STRUCTURAL)):
+        if schema is True or (isinstance(schema, dict) and STRUCTURAL.isdisjoint(schema)):
             if isinstance(schema, dict):
                 self.check_keywords(schema, ptr)
             return self.any_value(depth)
@@ -967,14 +977,15 @@ class Lowerer:
 
     def lower_body(self, schema: dict, ptr: str, depth: int) -> list[list[str]]:
         # A bare $ref: just point at the target's rule (keeps recursion finite).
-        if isinstance(schema.get('$ref'), str) and (set(schema) - ANNOTATIONS == {'$ref'}
-                                                    or self.refs.ref_overrides_siblings):
+        if isinstance(schema.get('$ref'), str) and (self.refs.ref_overrides_siblings
+                                                    or set(schema) - ANNOTATIONS == {'$ref'}):
             self.check_keywords(schema, ptr)
             r = self.resolve_ref(schema['$ref'], schema, _ptr_join(ptr, '$ref'))
             if r is None:
                 return [[self.any_value(depth)]]
             return [[self.lower(r[0], r[1], depth)]]
-        if set(schema) - ANNOTATIONS == {'$dynamicRef'} and isinstance(schema['$dynamicRef'], str):
+        if '$dynamicRef' in schema and set(schema) - ANNOTATIONS == {'$dynamicRef'} \
+                and isinstance(schema['$dynamicRef'], str):
             self.check_keywords(schema, ptr)
             r = self.resolve_ref(schema['$dynamicRef'], schema, _ptr_join(ptr, '$dynamicRef'), dynamic=True)
             if r is None:
@@ -1675,8 +1686,9 @@ _CHECKED_KEYWORDS = frozenset().union(
 """The keywords whose values :func:`_malformed` checks."""
 
 
-def _malformed_keywords(root: Any, limit: int = 50) -> list[str]:
-    """Every malformed keyword value in the document's schema positions, with its JSON pointer."""
+def _malformed_keywords(root: Any, limit: int = 50) -> tuple[list[str], set[int]]:
+    """Every malformed keyword value in the document's schema positions, with its JSON pointer,
+    and the ids of the schema nodes visited (when there is none, each of them is well-formed)."""
     out: list[str] = []
     # a node's path is (parent's path, key) and its pointer is written only for a message
     todo: list[tuple[Any, Any]] = [(root, None)]
@@ -1701,7 +1713,7 @@ def _malformed_keywords(root: Any, limit: int = 50) -> list[str]:
             elif k in SCHEMA_LIST_KEYWORDS or (k == 'items' and isinstance(v, list)):
                 p = (path, k)
                 todo += [(x, (p, i)) for i, x in enumerate(v)]
-    return out
+    return out, seen
 
 
 def _pointer(path: Any) -> str:
@@ -1780,7 +1792,10 @@ def _signature_types(n: dict) -> set[str] | None:
 _NOT_ASCII_ALNUM = re.compile('[^0-9A-Za-z]')
 
 
+@lru_cache(maxsize=16384)
 def _hint(ptr: str) -> str:
+    """A rule-name hint from a pointer's last token (memoized: a schema's pointers recur across
+    requests, and a rule is named for each of its nodes)."""
     tail = ptr.rsplit('/', 1)[-1] if ptr else 'root'
     tail = _NOT_ASCII_ALNUM.sub('_', tail.lower())[:24].strip('_')
     if not tail or not tail[0].isalpha():

@@ -33,7 +33,10 @@ class RefError(ValueError):
 def ptr_join(ptr: str, *parts: object) -> str:
     """Append reference tokens to a JSON pointer, escaping ``~`` and ``/``."""
     for p in parts:
-        ptr += '/' + str(p).replace('~', '~0').replace('/', '~1')
+        p = p if type(p) is str else str(p)
+        if '~' in p or '/' in p:
+            p = p.replace('~', '~0').replace('/', '~1')
+        ptr += '/' + p
     return ptr
 
 
