@@ -28,82 +28,165 @@ cdef extern from "Python.h":
     int Py_EnterRecursiveCall(const char *where) except -1
     void Py_LeaveRecursiveCall()
 
+from cpython cimport array
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.object cimport Py_SIZE
+
 
 cdef object _LITERAL, _NOT_LITERAL, _ANY, _IN, _SUBPATTERN, _BRANCH, _CHAR, _SPLIT, _SUBP_TYPE
 cdef object _node_class
 cdef long _CLASS_FLAGS = 0
+cdef long _F_IGNORECASE = 0, _F_DOTALL = 0, _F_ASCII = 0
+cdef int _CHAR_K = 0, _SPLIT_K = 0
 
 
-def configure(ops, long class_flags, char_kind, split_kind, subpattern_type, node_class):
-    """Bind the constants the loop compares with (sre's op singletons, the instruction kinds,
-    ``SubPattern``, ``charsets.node_class``): the compiler's module calls it once at import."""
+def configure(ops, flags, char_kind, split_kind, subpattern_type, node_class):
+    """Bind the constants the loop compares with (sre's op singletons, the class flags
+    ``(IGNORECASE, DOTALL, ASCII)``, the instruction kinds, ``SubPattern``,
+    ``charsets.node_class``): the compiler's module calls it once at import."""
     global _LITERAL, _NOT_LITERAL, _ANY, _IN, _SUBPATTERN, _BRANCH, _CHAR, _SPLIT, _SUBP_TYPE
-    global _node_class, _CLASS_FLAGS
+    global _node_class, _CLASS_FLAGS, _CHAR_K, _SPLIT_K, _F_IGNORECASE, _F_DOTALL, _F_ASCII
     _LITERAL, _NOT_LITERAL, _ANY, _IN, _SUBPATTERN, _BRANCH = ops
-    _CLASS_FLAGS = class_flags
+    _F_IGNORECASE, _F_DOTALL, _F_ASCII = flags
+    _CLASS_FLAGS = _F_IGNORECASE | _F_DOTALL | _F_ASCII
     _CHAR = char_kind
     _SPLIT = split_kind
+    _CHAR_K = char_kind
+    _SPLIT_K = split_kind
     _SUBP_TYPE = subpattern_type
     _node_class = node_class
 
 
+ASCII_CLASS_SLOTS = 8 * 128
+"""``Program._ascii_cids``' size: a class id per ASCII literal under each of the 8 sets of the
+flags a class depends on."""
+
+
+cdef class _Seq:
+    """What one compile of a sequence reads at every node, fetched once: the program's typed
+    arrays, its instruction limit, and its class-id memos (``Program._node_cids``: node key ->
+    class id; ``Program._ascii_cids``: the same for ASCII literals, -1 where not asked yet).
+
+    A node's class id depends only on its key (``charsets.node_class`` returns the process-wide
+    ByteClass of a key, and ``Program._class_id_of`` numbers ByteClasses in order of first
+    use), so one memo serves every terminal of the program and ids come out in the order a
+    compile that asks every node anew would give them."""
+    cdef object comp, p
+    cdef array.array kind, A, B, Cc, D, T, ascii
+    cdef Py_ssize_t max_nodes
+    cdef dict cids
+
+
+cdef inline Py_ssize_t _append(_Seq ctx, int k, int a, int b) except -1:
+    """Append instruction ``(k, a, b, 0, 0)`` to the program's typed arrays; returns its pc."""
+    cdef Py_ssize_t n = Py_SIZE(ctx.kind)
+    array.resize_smart(ctx.kind, n + 1)
+    array.resize_smart(ctx.A, n + 1)
+    array.resize_smart(ctx.B, n + 1)
+    array.resize_smart(ctx.Cc, n + 1)
+    array.resize_smart(ctx.D, n + 1)
+    ctx.kind.data.as_uchars[n] = <unsigned char>k
+    ctx.A.data.as_ints[n] = a
+    ctx.B.data.as_ints[n] = b
+    ctx.Cc.data.as_ints[n] = 0
+    ctx.D.data.as_ints[n] = 0
+    return n
+
+
+cdef int _class_id(_Seq ctx, object op, object av, long flags, long rel) except -1:
+    """The program's class id of a single-character node (interned on first use)."""
+    cdef object key, cid
+    if op is _IN:
+        key = (op, tuple(av), rel)
+        try:
+            cid = ctx.cids.get(key)
+        except TypeError:  # an item not hashable as it stands (node_class freezes it)
+            return ctx.p._class_id_of(_node_class(op, av, flags))
+    else:
+        key = (op, av, rel)
+        cid = ctx.cids.get(key)
+    if cid is None:
+        cid = ctx.p._class_id_of(_node_class(op, av, flags))
+        ctx.cids[key] = cid
+    return cid
+
+
 def seq_plain(comp, items, long flags, nxt, inside):
     """``_Compiler.seq(items, flags, nxt, 0, inside)`` for a compiler with ``track_mb`` off."""
-    return _seq(comp, items, flags, nxt, inside)
-
-
-cdef object _seq(object comp, object items, long flags, object nxt, object inside):
-    cdef list data = items.data if type(items) is _SUBP_TYPE else items
+    cdef _Seq ctx = _Seq.__new__(_Seq)
     cdef object p = comp.p
-    cdef list kind = p.kind
-    cdef list A = p.a
-    cdef list B = p.b
-    cdef list Cc = p.c
-    cdef list D = p.d
-    cdef Py_ssize_t max_nodes = p.max_nodes
-    cdef dict classes = comp._classes
+    ctx.comp = comp
+    ctx.p = p
+    ctx.kind = p.kind
+    ctx.A = p.a
+    ctx.B = p.b
+    ctx.Cc = p.c
+    ctx.D = p.d
+    ctx.T = p.targets
+    ctx.max_nodes = p.max_nodes
+    ctx.cids = p._node_cids
+    ctx.ascii = p._ascii_cids
+    if Py_SIZE(ctx.ascii) != ASCII_CLASS_SLOTS:
+        raise ValueError("Program._ascii_cids has the wrong size")
+    return _seq(ctx, items, flags, nxt, inside)
+
+
+cdef Py_ssize_t _seq(_Seq ctx, object items, long flags, Py_ssize_t nxt,
+                     object inside) except -1:
+    cdef list data = items.data if type(items) is _SUBP_TYPE else items
     cdef long rel = flags & _CLASS_FLAGS
-    cdef Py_ssize_t k, n
-    cdef object pc = nxt
-    cdef object op, av, key, cid, targets, alt
-    cdef list alts
+    cdef int code = 0
+    cdef int *ascii = ctx.ascii.data.as_ints
+    cdef Py_ssize_t k, n, j, m, first, lit
+    cdef Py_ssize_t pc = nxt
+    cdef int cid
+    cdef object op, av, alt
+    cdef tuple node
+    cdef list alts, targets
+    if rel & _F_IGNORECASE:
+        code |= 1
+    if rel & _F_DOTALL:
+        code |= 2
+    if rel & _F_ASCII:
+        code |= 4
     Py_EnterRecursiveCall(" while compiling a regex")
     try:
         for k in range(len(data) - 1, -1, -1):
-            op, av = data[k]
+            node = data[k]
+            op = node[0]
+            av = node[1]
             if op is _LITERAL or op is _IN or op is _NOT_LITERAL or op is _ANY:
-                key = (op, id(av) if op is _IN else av, rel)
-                cid = classes.get(key)
-                if cid is None:
-                    cid = p._class_id_of(_node_class(op, av, flags))
-                    classes[key] = cid
-                n = len(kind)
-                if n >= max_nodes or not n & 1023:
-                    pc = p._new(_CHAR, cid, pc)
+                lit = av if op is _LITERAL else -1
+                if 0 <= lit < 128:
+                    lit += code * 128
+                    cid = ascii[lit]
+                    if cid < 0:
+                        cid = _class_id(ctx, op, av, flags, rel)
+                        ascii[lit] = cid
                 else:
-                    kind.append(_CHAR)
-                    A.append(cid)
-                    B.append(pc)
-                    Cc.append(None)
-                    D.append(None)
-                    pc = n
+                    cid = _class_id(ctx, op, av, flags, rel)
+                n = Py_SIZE(ctx.kind)
+                if n >= ctx.max_nodes or not n & 1023:
+                    pc = ctx.p._new(_CHAR, cid, pc)
+                else:
+                    pc = _append(ctx, _CHAR_K, cid, <int>pc)
             elif op is _SUBPATTERN and not av[1] and not av[2]:  # a group, same flags
-                pc = _seq(comp, av[3], flags, pc, inside)
+                pc = _seq(ctx, av[3], flags, pc, inside)
             elif op is _BRANCH:
                 alts = av[1]
-                targets = tuple([_seq(comp, alt, flags, pc, inside) for alt in alts])
-                n = len(kind)
-                if n >= max_nodes or not n & 1023:
-                    pc = p._new(_SPLIT, targets)
+                targets = [_seq(ctx, alt, flags, pc, inside) for alt in alts]
+                n = Py_SIZE(ctx.kind)
+                if n >= ctx.max_nodes or not n & 1023:
+                    pc = ctx.p._split(targets)
                 else:
-                    kind.append(_SPLIT)
-                    A.append(targets)
-                    B.append(None)
-                    Cc.append(None)
-                    D.append(None)
-                    pc = n
+                    m = len(targets)
+                    first = Py_SIZE(ctx.T)
+                    pc = _append(ctx, _SPLIT_K, <int>first, <int>m)
+                    array.resize_smart(ctx.T, first + m)
+                    for j in range(m):
+                        ctx.T.data.as_ints[first + j] = targets[j]
             else:
-                pc = comp.item(op, av, flags, pc, 0, inside)
+                pc = ctx.comp.item(op, av, flags, pc, 0, inside)
     finally:
         Py_LeaveRecursiveCall()
     return pc
@@ -113,6 +196,8 @@ cdef object _seq(object comp, object items, long flags, object nxt, object insid
 cdef object _MAX_REPEAT_OP, _MIN_REPEAT_OP, _POSSESSIVE_OP, _AT, _ASSERT, _ASSERT_NOT, _NEGATE
 cdef object _RANGE, _MAXREPEAT, _State
 cdef long _STR_FLAGS = 0
+cdef object _OBJECT_NEW = object.__new__
+cdef bint _PLAIN_SUBPATTERN = False
 
 
 def configure_parser(ops, maxrepeat, state_type, long str_flags):
@@ -124,6 +209,22 @@ def configure_parser(ops, maxrepeat, state_type, long str_flags):
     _MAXREPEAT = maxrepeat
     _State = state_type
     _STR_FLAGS = str_flags
+    global _PLAIN_SUBPATTERN
+    probe = _SUBP_TYPE(_State(), [])
+    _PLAIN_SUBPATTERN = sorted(vars(probe)) == ["data", "state", "width"] and probe.width is None
+
+
+cdef object _subpattern(object state, list data):
+    """``SubPattern(state, data)`` without running its Python ``__init__`` (which sets just
+    these three attributes, as :func:`configure_parser` checks): a large pattern's tree has
+    tens of thousands of them."""
+    if not _PLAIN_SUBPATTERN:
+        return _SUBP_TYPE(state, data)
+    cdef object sp = _OBJECT_NEW(_SUBP_TYPE)
+    sp.state = state
+    sp.data = data
+    sp.width = None
+    return sp
 
 
 class _Bail(Exception):
@@ -206,9 +307,9 @@ cdef class _Parser:
                 break
         else:
             out.append((_IN, list(dict.fromkeys(items))))
-            return _SUBP_TYPE(self.state, out)
+            return _subpattern(self.state, out)
         out.append((_BRANCH, (None, alts)))
-        return _SUBP_TYPE(self.state, out)
+        return _subpattern(self.state, out)
 
     cdef object sequence(self):
         cdef str p = self.p
@@ -264,7 +365,7 @@ cdef class _Parser:
                 op, av = data[k]
                 if op is _SUBPATTERN:
                     data[k:k + 1] = av[3].data
-        return _SUBP_TYPE(self.state, data)
+        return _subpattern(self.state, data)
 
     cdef Py_ssize_t close(self) except -1:
         if self.i >= self.n or self.p[self.i] != u')':
@@ -378,7 +479,7 @@ cdef class _Parser:
         if op is _SUBPATTERN and av[0] is None and not av[1] and not av[2]:
             body = av[3]
         else:
-            body = _SUBP_TYPE(self.state, [data[-1]])
+            body = _subpattern(self.state, [data[-1]])
         if i < n and p[i] == u'?':
             data[-1] = (_MIN_REPEAT_OP, (lo, hi, body))
             i += 1
@@ -465,65 +566,166 @@ cdef tuple _shape(object items):
     return width, reads
 
 
-def block_indexes(bytes kinds):
+cdef bytes _uint32_bytes(Py_ssize_t n, unsigned int **out):
+    cdef bytes raw = PyBytes_FromStringAndSize(NULL, n * 4)
+    out[0] = <unsigned int *>PyBytes_AS_STRING(raw)
+    return raw
+
+
+def block_indexes(bytes kinds, bytes a):
     """The indexes, in a block's kind bytes, of its CHARs, SPLITs, repeat instructions
     (REP_ENTERs then REP_CHECKs), LOOKs, BOUNDs, and of the instructions whose ``c`` is a pc
-    (REP_CHECKs, LOOKs, LBs): ``glrmask.lexer.program._Block.capture``'s six lists."""
-    cdef list chars = [], splits = [], enters = [], checks = [], looks = [], lbs = [], bounds = []
+    (REP_CHECKs, LOOKs, LBs), each as uint32 bytes, and the class ids (``a``, int32 bytes) of
+    the CHARs in order of first use: what ``glrmask.lexer.program._Block.capture`` keeps."""
     cdef Py_ssize_t i, n = len(kinds)
-    cdef const unsigned char[:] view = kinds
+    cdef const unsigned char *view = <const unsigned char *>PyBytes_AS_STRING(kinds)
+    cdef const int *cls = <const int *>PyBytes_AS_STRING(a)
+    cdef Py_ssize_t counts[16]
+    cdef unsigned int *chars
+    cdef unsigned int *splits
+    cdef unsigned int *reps
+    cdef unsigned int *looks
+    cdef unsigned int *bounds
+    cdef unsigned int *pcs_c
+    cdef Py_ssize_t nc = 0, ns = 0, nr = 0, nl = 0, nb = 0, np_ = 0, ne, nk
     cdef int k
+    cdef int c
+    cdef int seen_max = -1
+    cdef bytearray seen = bytearray()
+    cdef list order = []
+    cdef Py_ssize_t nlook = 0, nlb = 0, nchk = 0
+    if len(a) != 4 * n:
+        raise ValueError("kinds and operands of unequal lengths")
+    for i in range(16):
+        counts[i] = 0
+    for i in range(n):
+        k = view[i]
+        if k < 16:
+            counts[k] += 1
+    out_chars = _uint32_bytes(counts[_K_CHAR], &chars)
+    out_splits = _uint32_bytes(counts[_K_SPLIT], &splits)
+    out_reps = _uint32_bytes(counts[_K_REP_ENTER] + counts[_K_REP_CHECK], &reps)
+    out_looks = _uint32_bytes(counts[_K_LOOK], &looks)
+    out_bounds = _uint32_bytes(counts[_K_BOUND], &bounds)
+    out_pcs_c = _uint32_bytes(counts[_K_REP_CHECK] + counts[_K_LOOK] + counts[_K_LB], &pcs_c)
+    ne = counts[_K_REP_ENTER]  # REP_ENTERs first, then REP_CHECKs
+    nk = counts[_K_REP_CHECK]  # REP_CHECKs first, then LOOKs, then LBs
     for i in range(n):
         k = view[i]
         if k == _K_CHAR:
-            chars.append(i)
+            chars[nc] = <unsigned int>i
+            nc += 1
+            c = cls[i]
+            if c > seen_max:
+                seen.extend(bytes(c - seen_max))
+                seen_max = c
+            if not seen[c]:
+                seen[c] = 1
+                order.append(c)
         elif k == _K_SPLIT:
-            splits.append(i)
+            splits[ns] = <unsigned int>i
+            ns += 1
         elif k == _K_REP_ENTER:
-            enters.append(i)
+            reps[nr] = <unsigned int>i
+            nr += 1
         elif k == _K_REP_CHECK:
-            checks.append(i)
+            reps[ne + nchk] = <unsigned int>i
+            pcs_c[nchk] = <unsigned int>i
+            nchk += 1
         elif k == _K_LOOK:
-            looks.append(i)
+            looks[nl] = <unsigned int>i
+            nl += 1
+            pcs_c[nk + nlook] = <unsigned int>i
+            nlook += 1
         elif k == _K_LB:
-            lbs.append(i)
+            pcs_c[nk + counts[_K_LOOK] + nlb] = <unsigned int>i
+            nlb += 1
         elif k == _K_BOUND:
-            bounds.append(i)
-    return chars, splits, enters + checks, looks, bounds, checks + looks + lbs
+            bounds[nb] = <unsigned int>i
+            nb += 1
+    return out_chars, out_splits, out_reps, out_looks, out_bounds, out_pcs_c, tuple(order)
 
 
 # ------------------------------------------------------------------ copies of blocks
-cdef inline object _moved(object v, Py_ssize_t delta, Py_ssize_t lo, object cont, bint pure):
-    cdef Py_ssize_t x = v
-    if pure or x >= lo:
-        return x + delta
+cdef inline int _moved(int v, int delta, int lo, int cont, bint pure) noexcept nogil:
+    if pure or v >= lo:
+        return v + delta
     return cont
 
 
-def relocate(list a, list b, list c, list d, const unsigned int[:] chars,
-             const unsigned int[:] reps, const unsigned int[:] pcs_c,
-             const unsigned int[:] looks_b, const unsigned int[:] splits, Py_ssize_t delta,
-             Py_ssize_t lo, cont, bint pure):
-    """The pc fields of a block's copy (``a``..``d``, copies of the block's lists, changed in
-    place): ``glrmask.lexer.program._Block.stamp``'s relocation — every pc at or after ``lo``
-    (the block's first pc) moved by ``delta``, the one before it replaced by ``cont`` (or,
-    ``pure``, every pc moved by ``delta``)."""
-    cdef Py_ssize_t j, i
-    for j in range(chars.shape[0]):
-        i = chars[j]
-        b[i] = _moved(b[i], delta, lo, cont, pure)
-    for j in range(reps.shape[0]):
-        i = reps[j]
-        b[i] = _moved(b[i], delta, lo, cont, pure)
-    for j in range(pcs_c.shape[0]):
-        i = pcs_c[j]
-        c[i] = _moved(c[i], delta, lo, cont, pure)
-    for j in range(looks_b.shape[0]):
-        i = looks_b[j]
-        d[i] = _moved(d[i], delta, lo, cont, pure)
-    for j in range(splits.shape[0]):
-        i = splits[j]
-        a[i] = tuple([_moved(t, delta, lo, cont, pure) for t in a[i]])
+cdef inline const unsigned int *_u32(bytes raw, Py_ssize_t *n):
+    n[0] = len(raw) // 4
+    return <const unsigned int *>PyBytes_AS_STRING(raw)
+
+
+def stamp(array.array kind, array.array a, array.array b, array.array c, array.array d,
+          array.array targets, bytes kinds, bytes ba, bytes bb, bytes bc, bytes bd, bytes bt,
+          bytes chars, bytes reps, bytes pcs_c, bytes looks_a, bytes looks_b, bytes splits,
+          int delta, int lo, int cont, bint pure, int rep_shift, int look_shift,
+          int target_shift, array.array class_map):
+    """Append a block's copy to a program's arrays (``kind`` .. ``targets``) and relocate it in
+    place: ``glrmask.lexer.program._Block.stamp`` — every pc at or after ``lo`` (the block's
+    first pc) moved by ``delta``, the one before it replaced by ``cont`` (or, ``pure``, every
+    pc moved by ``delta``); repeat, lookahead and target-pool ids shifted; class ids mapped
+    through ``class_map`` (None: unchanged). The block's fields are bytes (its operands int32,
+    its index lists uint32)."""
+    cdef Py_ssize_t size = len(kinds)
+    cdef Py_ssize_t base = Py_SIZE(a)
+    cdef Py_ssize_t tbase = Py_SIZE(targets)
+    cdef Py_ssize_t nt = len(bt) // 4
+    cdef Py_ssize_t j, i, n
+    cdef int *pa
+    cdef int *pb
+    cdef int *pc_
+    cdef int *pd
+    cdef int *pt
+    cdef const unsigned int *idx
+    cdef int *cmap = NULL
+    if len(ba) != 4 * size or len(bb) != 4 * size or len(bc) != 4 * size or len(bd) != 4 * size:
+        raise ValueError("block fields of unequal lengths")
+    if Py_SIZE(kind) != base or Py_SIZE(b) != base or Py_SIZE(c) != base or Py_SIZE(d) != base:
+        raise ValueError("program fields of unequal lengths")
+    array.extend_buffer(kind, PyBytes_AS_STRING(kinds), size)
+    array.extend_buffer(a, PyBytes_AS_STRING(ba), size)
+    array.extend_buffer(b, PyBytes_AS_STRING(bb), size)
+    array.extend_buffer(c, PyBytes_AS_STRING(bc), size)
+    array.extend_buffer(d, PyBytes_AS_STRING(bd), size)
+    array.extend_buffer(targets, PyBytes_AS_STRING(bt), nt)
+    pa = a.data.as_ints + base
+    pb = b.data.as_ints + base
+    pc_ = c.data.as_ints + base
+    pd = d.data.as_ints + base
+    pt = targets.data.as_ints + tbase
+    if class_map is not None:
+        cmap = class_map.data.as_ints
+    idx = _u32(chars, &n)
+    for j in range(n):
+        i = idx[j]
+        pb[i] = _moved(pb[i], delta, lo, cont, pure)
+        if cmap != NULL:
+            pa[i] = cmap[pa[i]]
+    idx = _u32(reps, &n)
+    for j in range(n):
+        i = idx[j]
+        pb[i] = _moved(pb[i], delta, lo, cont, pure)
+        pa[i] += rep_shift
+    idx = _u32(pcs_c, &n)
+    for j in range(n):
+        i = idx[j]
+        pc_[i] = _moved(pc_[i], delta, lo, cont, pure)
+    idx = _u32(looks_a, &n)
+    for j in range(n):
+        pa[idx[j]] += look_shift
+    idx = _u32(looks_b, &n)
+    for j in range(n):
+        i = idx[j]
+        pb[i] += look_shift
+        pd[i] = _moved(pd[i], delta, lo, cont, pure)
+    idx = _u32(splits, &n)
+    for j in range(n):
+        pa[idx[j]] += target_shift
+    for j in range(nt):
+        pt[j] = _moved(pt[j], delta, lo, cont, pure)
 
 
 # ------------------------------------------------------------------ large top-level lookaheads

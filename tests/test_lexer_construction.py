@@ -83,7 +83,7 @@ pattern's)."""
 
 def program_of(prog: Program, terms) -> tuple:
     """Everything compilation produced, in a comparable form."""
-    return (prog.kind, prog.a, prog.b, prog.c, prog.d, [id(bc) for bc in prog.classes],
+    return (prog.kind, prog.a, prog.b, prog.c, prog.d, prog.targets, [id(bc) for bc in prog.classes],
             prog.look_starts, prog.n_reps,
             [(t.name, t.pattern, t.start, t.tracker_starts, t.word_slots, t.classes) for t in terms])
 

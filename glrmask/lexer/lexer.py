@@ -813,7 +813,7 @@ class Lexer:
         if hit is not None:
             return hit
         p = self.prog
-        kind, A, B, Cc, D = p.kind, p.a, p.b, p.c, p.d
+        kind, A, B, Cc, D, T = p.kind, p.a, p.b, p.c, p.d, p.targets
         out: list[tuple[int, int]] = []
         seen_out: set[tuple[int, int]] = set()
         visited: set = set()
@@ -834,7 +834,8 @@ class Lexer:
                     seen_out.add((-1, cs))
                     out.append((-1, cs))
             elif k == SPLIT:
-                for tgt in reversed(A[pc]):
+                first = A[pc]
+                for tgt in reversed(T[first:first + B[pc]]):
                     stack.append((tgt, cs, fl))
             elif k == REP_ENTER:
                 rep = A[pc]
@@ -968,7 +969,7 @@ class Lexer:
                 elif k == MID:
                     stack.append(c[pc])
                 elif k == SPLIT:
-                    stack.extend(a[pc])
+                    stack.extend(prog.split_targets(pc))
                 elif k == REP_ENTER:
                     stack.append(b[pc])
                 elif k == REP_CHECK:

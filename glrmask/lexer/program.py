@@ -5,12 +5,13 @@ byte, across token boundaries. Patterns are parsed with Python's own parser (``r
 the accepted syntax and flag scoping are exactly Python's; every supported node is compiled to
 instructions whose epsilon-successor order is ``re``'s backtracking order.
 
-Instructions (``Program.kind[pc]``):
+Instructions (``Program.kind[pc]``, operands ``Program.a[pc]`` .. ``Program.d[pc]``; an operand
+an instruction does not have is 0, flags are 0 or 1):
 
 * ``CHAR(cls, next)`` consumes one character of a code point set (a :class:`ByteClass`);
   ``MID(cls, cstate, next)`` is the same character half read (interned lazily).
-* ``SPLIT(targets)`` ordered alternatives; ``ACCEPT`` the terminal's match end; ``SUBACCEPT`` the
-  end of a lookaround body.
+* ``SPLIT(first, count)`` ordered alternatives: the pcs ``Program.targets[first:first + count]``;
+  ``ACCEPT`` the terminal's match end; ``SUBACCEPT`` the end of a lookaround body.
 * ``LOOK(look, positive, next)`` a lookahead (its body runs as a condition on the bytes that
   follow; the body may itself contain lookaheads, and lookbehinds / ``\\b`` that stay inside
   the text read since the lexeme start); ``LB(slot, positive, next)`` a lookbehind, answered by
@@ -21,6 +22,13 @@ Instructions (``Program.kind[pc]``):
   iterations of a repeat. They reproduce sre's zero-width-iteration rule: an optional iteration
   that consumed nothing is not followed by another one; the repeat's tail is taken instead.
   The closure tracks "iteration of ``rep`` started at this position" as a path flag.
+
+Storage: each field is one typed array (``array('B')`` for the kinds, ``array('i')`` for the
+operands and the SPLIT targets), not a list of ints. A large schema's program is a hundred
+thousand instructions that live as long as its lexer; as lists, every full collection of the
+cyclic garbage collector walked each of their half a million slots (the collector does not track
+an array's items, there are none to walk), and copying a block is a ``memcpy``, not an object per
+slot.
 
 Construction speed (a new JSON Schema's lexer is on the path to its first mask): the program
 is always exactly what compiling every node of every parse tree would build, but work is
@@ -40,7 +48,6 @@ from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from re import _constants as C  # type: ignore[attr-defined]
-from operator import itemgetter
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 
 from glrmask.budget import current_budget
@@ -92,11 +99,12 @@ class Program:
         tested against; the instructions are the same either way."""
         self.max_nodes = max_nodes
         self.copy_blocks = copy_blocks
-        self.kind: list[int] = []
-        self.a: list = []
-        self.b: list = []
-        self.c: list = []
-        self.d: list = []
+        self.kind = array("B")
+        self.a = array("i")
+        self.b = array("i")
+        self.c = array("i")
+        self.d = array("i")
+        self.targets = array("i")  # every SPLIT's alternatives, in the order SPLITs were made
         self.classes: list[ByteClass] = []
         self._class_ids: dict[int, int] = {}
         self._mid_ids: dict[tuple[int, int, int], int] = {}
@@ -105,9 +113,13 @@ class Program:
         self._budget_owner = "?"
         self._reach_lb: dict[int, bool] = {}
         self._advanced: dict[int, int] = {}  # pc << 8 | byte -> advance(pc, byte)
+        # the native compile's class ids by node key (a node's class id depends on its key
+        # alone), and of ASCII literals by (flag set, code point), -1 where not asked yet
+        self._node_cids: dict[tuple, int] = {}
+        self._ascii_cids = array("i", [-1]) * (8 * 128)
 
     # -- node construction -------------------------------------------------------------------
-    def _new(self, kind: int, a=None, b=None, c=None, d=None) -> int:
+    def _new(self, kind: int, a: int = 0, b: int = 0, c: int = 0, d: int = 0) -> int:
         if len(self.kind) >= self.max_nodes:
             raise self._nodes_error()
         if not len(self.kind) & 1023:
@@ -118,6 +130,18 @@ class Program:
         self.c.append(c)
         self.d.append(d)
         return len(self.kind) - 1
+
+    def _split(self, targets) -> int:
+        """A SPLIT over ``targets`` (pcs, in priority order), charged as :meth:`_new` charges."""
+        first = len(self.targets)
+        pc = self._new(SPLIT, first, len(targets))
+        self.targets.extend(targets)
+        return pc
+
+    def split_targets(self, pc: int) -> array:
+        """The alternatives of SPLIT ``pc``, highest priority first."""
+        first = self.a[pc]
+        return self.targets[first:first + self.b[pc]]
 
     def _class_id(self, cps: charsets.Intervals) -> int:
         return self._class_id_of(charsets.byte_class(cps))
@@ -197,7 +221,7 @@ class Program:
             self.a.append(cls)
             self.b.append(r)
             self.c.append(nxt)
-            self.d.append(None)
+            self.d.append(0)
             mid = len(self.kind) - 1
             self._mid_ids[key] = mid
         return mid
@@ -227,7 +251,7 @@ class Program:
             elif k == ACCEPT or k == SUBACCEPT:
                 accepted = True
             elif k == SPLIT:
-                stack.extend(self.a[pc])
+                stack.extend(self.split_targets(pc))
             elif k == REP_ENTER:
                 stack.append(self.b[pc])
             elif k == REP_CHECK:
@@ -268,7 +292,7 @@ class Program:
                 elif k == MID:
                     stack.append(self.c[p])
                 elif k == SPLIT:
-                    stack.extend(self.a[p])
+                    stack.extend(self.split_targets(p))
                 elif k == REP_ENTER:
                     stack.append(self.b[p])
                 elif k == REP_CHECK:
@@ -404,8 +428,8 @@ class _Block:
     continuation: a compile only links what it creates, and the blocks taken are assertion-free
     repeat bodies (no lookahead bodies made elsewhere) or whole terminals."""
 
-    __slots__ = ("kinds", "a", "b", "c", "d", "base", "cont", "rep0", "n_reps", "look0",
-                 "looks", "chars", "splits", "reps", "looks_a", "looks_b", "pcs_c",
+    __slots__ = ("kinds", "a", "b", "c", "d", "targets", "t0", "base", "cont", "rep0", "n_reps",
+                 "look0", "looks", "chars", "splits", "reps", "looks_a", "looks_b", "pcs_c",
                  "class_order", "classes", "size")
 
     @classmethod
@@ -416,25 +440,28 @@ class _Block:
         lookaheads from ``look0`` on. ``with_classes``: remember the character classes (for
         copies into other programs)."""
         blk = cls()
-        kinds = prog.kind[base:]
-        blk.kinds = bytes(kinds)  # kinds are < 10; extending a list by bytes appends ints
-        # tuples, not lists: the collector stops tracking a tuple of atoms, so a cache full of
-        # blocks costs nothing to each full garbage collection (lists it would walk every time)
-        blk.a = tuple(prog.a[base:])
-        blk.b = tuple(prog.b[base:])
-        blk.c = tuple(prog.c[base:])
-        blk.d = tuple(prog.d[base:])
+        # bytes, not lists or arrays: a cached block is kept for long, and the collector tracks
+        # neither its buffers nor anything in them
+        blk.kinds = prog.kind[base:].tobytes()
+        blk.a = prog.a[base:].tobytes()
+        blk.b = prog.b[base:].tobytes()
+        blk.c = prog.c[base:].tobytes()
+        blk.d = prog.d[base:].tobytes()
         blk.base, blk.cont, blk.rep0, blk.look0 = base, cont, rep0, look0
         blk.n_reps = prog.n_reps - rep0
-        blk.looks = prog.look_starts[look0:]
-        blk.size = len(kinds)
+        blk.looks = tuple(prog.look_starts[look0:])
+        blk.size = len(blk.kinds)
         if MID in blk.kinds:  # pragma: no cover - MIDs are made while lexing, never in a compile
             raise AssertionError("MID instruction inside a compiled block")
-        if _native is not None:  # the indexes of each kind, in one pass in C
-            parts = _native.block_indexes(blk.kinds)
+        # the indexes (uint32 bytes) of the CHARs, SPLITs, repeat instructions, LOOKs, BOUNDs
+        # and of the instructions whose c is a pc (REP_CHECK, LOOK, LB), and the classes of the
+        # CHARs in order of first use
+        if _native is not None:  # in one pass in C
+            (blk.chars, blk.splits, blk.reps, blk.looks_a, blk.looks_b, blk.pcs_c,
+             class_order) = _native.block_indexes(blk.kinds, blk.a)
         else:
             by_kind: dict[int, list[int]] = {}
-            for i, k in enumerate(kinds):
+            for i, k in enumerate(blk.kinds):
                 hit = by_kind.get(k)
                 if hit is None:
                     by_kind[k] = [i]
@@ -442,19 +469,21 @@ class _Block:
                     hit.append(i)
             none: list[int] = []
 
-            def indexes(*ks: int) -> list[int]:
-                return [i for k in ks for i in by_kind.get(k, none)]
+            def indexes(*ks: int) -> bytes:
+                return array("I", [i for k in ks for i in by_kind.get(k, none)]).tobytes()
 
-            parts = (indexes(CHAR), indexes(SPLIT), indexes(REP_ENTER, REP_CHECK), indexes(LOOK),
-                     indexes(BOUND), indexes(REP_CHECK, LOOK, LB))
-        # compact arrays: a cached block is kept for long
-        blk.chars, blk.splits, blk.reps, blk.looks_a, blk.looks_b, blk.pcs_c = (
-            array("I", x) for x in parts)
+            (blk.chars, blk.splits, blk.reps, blk.looks_a, blk.looks_b, blk.pcs_c) = (
+                indexes(CHAR), indexes(SPLIT), indexes(REP_ENTER, REP_CHECK), indexes(LOOK),
+                indexes(BOUND), indexes(REP_CHECK, LOOK, LB))
+            a = prog.a
+            class_order = tuple(dict.fromkeys([a[base + i] for i in by_kind.get(CHAR, none)]))
+        # the block's SPLITs were made after every SPLIT before it: their targets are the end of
+        # the pool, from its first SPLIT's on
+        blk.t0 = prog.a[base + _uint32s(blk.splits)[0]] if blk.splits else len(prog.targets)
+        blk.targets = prog.targets[blk.t0:].tobytes()
         if with_classes:
-            chars = blk.chars
-            used = itemgetter(*chars)(blk.a) if len(chars) > 1 else [blk.a[i] for i in chars]
-            blk.class_order = list(dict.fromkeys(used))
-            blk.classes = [prog.classes[c] for c in blk.class_order]
+            blk.class_order = class_order
+            blk.classes = tuple([prog.classes[c] for c in class_order])
         else:
             blk.class_order = blk.classes = None
         return blk
@@ -470,66 +499,69 @@ class _Block:
         if end > prog.max_nodes:
             raise prog._nodes_error()
         delta = base - self.base
-        a = list(self.a)
-        b = list(self.b)
-        c = list(self.c)
-        d = list(self.d)
         pure = self.cont is None or cont - self.cont == delta  # every pc moves by delta
+        class_map = None
+        if self.classes is not None:
+            ids = [prog._class_id_of(bc) for bc in self.classes]
+            if ids != list(self.class_order):
+                class_map = array("i", bytes(4 * (max(self.class_order) + 1)))
+                for old, new in zip(self.class_order, ids):
+                    class_map[old] = new
+        args = (self.kinds, self.a, self.b, self.c, self.d, self.targets, self.chars, self.reps,
+                self.pcs_c, self.looks_a, self.looks_b, self.splits, delta, self.base,
+                -1 if cont is None else cont, pure, prog.n_reps - self.rep0,
+                len(prog.look_starts) - self.look0, len(prog.targets) - self.t0, class_map)
         if _native is not None:
-            _native.relocate(a, b, c, d, self.chars, self.reps, self.pcs_c, self.looks_b,
-                             self.splits, delta, self.base, cont, pure)
-        elif pure:
-            for i in self.chars:
-                b[i] += delta
-            for i in self.reps:
-                b[i] += delta
-            for i in self.pcs_c:
-                c[i] += delta
-            for i in self.looks_b:
-                d[i] += delta
-            for i in self.splits:
-                a[i] = tuple([t + delta for t in a[i]])
+            _native.stamp(prog.kind, prog.a, prog.b, prog.c, prog.d, prog.targets, *args)
         else:
-            lo = self.base
-            for i in self.chars:
-                v = b[i]
-                b[i] = v + delta if v >= lo else cont
-            for i in self.reps:
-                v = b[i]
-                b[i] = v + delta if v >= lo else cont
-            for i in self.pcs_c:
-                v = c[i]
-                c[i] = v + delta if v >= lo else cont
-            for i in self.looks_b:
-                v = d[i]
-                d[i] = v + delta if v >= lo else cont
-            for i in self.splits:
-                a[i] = tuple([t + delta if t >= lo else cont for t in a[i]])
+            _stamp_python(prog, *args)
         if self.n_reps:
-            shift = prog.n_reps - self.rep0
-            if shift:
-                for i in self.reps:
-                    a[i] += shift
             prog.n_reps += self.n_reps
         if self.looks:
-            shift = len(prog.look_starts) - self.look0
-            if shift:
-                for i in self.looks_a:
-                    a[i] += shift
-                for i in self.looks_b:
-                    b[i] += shift
             prog.look_starts.extend([s + delta for s in self.looks])
-        if self.classes is not None:
-            ids = {old: prog._class_id_of(bc) for old, bc in zip(self.class_order, self.classes)}
-            if any(old != new for old, new in ids.items()):
-                for i in self.chars:
-                    a[i] = ids[a[i]]
-        prog.kind.extend(self.kinds)
-        prog.a.extend(a)
-        prog.b.extend(b)
-        prog.c.extend(c)
-        prog.d.extend(d)
         return base
+
+
+def _uint32s(raw: bytes) -> memoryview:
+    """A block's index bytes as the uint32 values they hold."""
+    return memoryview(raw).cast("I")
+
+
+def _stamp_python(prog: Program, kinds: bytes, ba: bytes, bb: bytes, bc: bytes, bd: bytes,
+                  bt: bytes, chars: bytes, reps: bytes, pcs_c: bytes, looks_a: bytes,
+                  looks_b: bytes, splits: bytes, delta: int, lo: int, cont: int, pure: bool,
+                  rep_shift: int, look_shift: int, target_shift: int, class_map) -> None:
+    """:meth:`_Block.stamp`'s appending and relocation without the extension
+    (``glrmask_ext.lexer_compile.stamp`` does the same in C)."""
+    a, b, c, d, targets = (array("i", x) for x in (ba, bb, bc, bd, bt))
+
+    def moved(v: int) -> int:
+        return v + delta if pure or v >= lo else cont
+
+    for i in _uint32s(chars):
+        b[i] = moved(b[i])
+        if class_map is not None:
+            a[i] = class_map[a[i]]
+    for i in _uint32s(reps):
+        b[i] = moved(b[i])
+        a[i] += rep_shift
+    for i in _uint32s(pcs_c):
+        c[i] = moved(c[i])
+    for i in _uint32s(looks_a):
+        a[i] += look_shift
+    for i in _uint32s(looks_b):
+        b[i] += look_shift
+        d[i] = moved(d[i])
+    for i in _uint32s(splits):
+        a[i] += target_shift
+    for j in range(len(targets)):
+        targets[j] = moved(targets[j])
+    prog.kind.frombytes(kinds)
+    prog.a.extend(a)
+    prog.b.extend(b)
+    prog.c.extend(c)
+    prog.d.extend(d)
+    prog.targets.extend(targets)
 
 
 class _CachedTerminal:
@@ -1067,7 +1099,7 @@ class _Compiler:
             pc = nxt
             item = self.item
             p = self.p
-            kind, A, B, Cc, D = p.kind, p.a, p.b, p.c, p.d
+            kind, A, B, Cc, D, T = p.kind, p.a, p.b, p.c, p.d, p.targets
             max_nodes = p.max_nodes
             classes = self._classes
             rel = flags & _CLASS_FLAGS
@@ -1085,23 +1117,24 @@ class _Compiler:
                         kind.append(CHAR)
                         A.append(cid)
                         B.append(pc)
-                        Cc.append(None)
-                        D.append(None)
+                        Cc.append(0)
+                        D.append(0)
                         pc = n
                 elif op is SUBPATTERN and not av[1] and not av[2]:  # a group, same flags
                     pc = self.seq(av[3], flags, pc, 0, inside)
                 elif op is BRANCH:
                     seq = self.seq
-                    targets = tuple([seq(alt, flags, pc, 0, inside) for alt in av[1]])
+                    targets = [seq(alt, flags, pc, 0, inside) for alt in av[1]]
                     n = len(kind)
                     if n >= max_nodes or not n & 1023:
-                        pc = p._new(SPLIT, targets)
+                        pc = p._split(targets)
                     else:
                         kind.append(SPLIT)
-                        A.append(targets)
-                        B.append(None)
-                        Cc.append(None)
-                        D.append(None)
+                        A.append(len(T))
+                        B.append(len(targets))
+                        Cc.append(0)
+                        D.append(0)
+                        T.extend(targets)
                         pc = n
                 else:
                     pc = item(op, av, flags, pc, 0, inside)
@@ -1132,16 +1165,15 @@ class _Compiler:
             kind.append(CHAR)
             p.a.append(cid)
             p.b.append(nxt)
-            p.c.append(None)
-            p.d.append(None)
+            p.c.append(0)
+            p.d.append(0)
             return n
         if op is C.SUBPATTERN:
             _group, add_flags, del_flags, sub = av
             return self.seq(sub, (flags | add_flags) & ~del_flags, nxt, mb, inside)
         if op is C.BRANCH:
             seq = self.seq
-            targets = tuple([seq(alt, flags, nxt, mb, inside) for alt in av[1]])
-            return p._new(SPLIT, targets)
+            return p._split([seq(alt, flags, nxt, mb, inside) for alt in av[1]])
         if op in (C.MAX_REPEAT, C.MIN_REPEAT):
             return self.repeat(av, op is C.MAX_REPEAT, flags, nxt, mb, inside)
         if op in (C.ASSERT, C.ASSERT_NOT):
@@ -1174,7 +1206,7 @@ class _Compiler:
         copies = (1 if hi is C.MAXREPEAT else hi - lo) + lo
         copy = _BodyCopies(self, body, flags, inside, copies, checks)
         if hi is C.MAXREPEAT:
-            check = p._new(REP_CHECK, rep, None, nxt, greedy)
+            check = p._new(REP_CHECK, rep, 0, nxt, greedy)
             p.b[check] = copy(check, mb + lo * bmin)
             cur = check
         else:
@@ -1333,8 +1365,8 @@ class _BodyCopies:
         entry = self.comp.seq(self.body, self.flags, cont, mb, self.inside)
         if not self.tried:
             self.tried = True
-            if len(p.look_starts) == look0 and not any(
-                    k in _ASSERTION_KINDS for k in p.kind[base:]):
+            made = p.kind[base:].tobytes()
+            if len(p.look_starts) == look0 and not any(k in made for k in _ASSERTION_KINDS):
                 blk = self.block = _Block.capture(p, base, cont, rep0, look0, False)
                 self.entry = entry - base if entry >= base else -1
                 # the copies to come have a known size: when they cannot fit, fail now with the
@@ -1363,7 +1395,8 @@ except ImportError:  # pragma: no cover - the extension is not built: Python loo
     _native = None
 else:
     _native.configure((C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN, C.SUBPATTERN, C.BRANCH),
-                      _CLASS_FLAGS, CHAR, SPLIT, _SubPattern, charsets.node_class)
+                      (charsets.FLAG_IGNORECASE, charsets.FLAG_DOTALL, charsets.FLAG_ASCII),
+                      CHAR, SPLIT, _SubPattern, charsets.node_class)
     _native.configure_parser((C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT, C.AT, C.ASSERT,
                               C.ASSERT_NOT, C.NEGATE, C.RANGE), C.MAXREPEAT, sre_parse.State,
                              _STR_FLAGS)
