@@ -25,6 +25,16 @@ canonical mode) reduce lists are recorded while exploring instead of recomputing
 a second pass (a state's successor cores, hence its targets, never change, even when LALR(1) grows
 its lookaheads), and the action rows and dense views are left to :class:`glrmask.lr.table.LRTable`.
 
+Less work, same automaton. Three shortcuts leave every state, number and row as they were
+(``tests/test_lr_build_order.py`` compares them with the plain sequence on every path):
+:meth:`Automaton.explore_lr0` counts the LR(0) states, which are the LALR(1) ones, so a canonical
+attempt that cannot fit is not made, and :meth:`Automaton.lalr_from_lr0` then solves the LALR(1)
+lookahead equations once per state instead of re-closing states until nothing grows; states whose
+closure is "the kernel, then one nonterminal's closure items" reuse that nonterminal's successor
+groups (``pg_*``) instead of closing and grouping again (:meth:`Automaton._lr0_step`,
+:meth:`Automaton._lr1_step`); and LALR(1) reduces come from the kernel where no ε-rule is in the
+closure.
+
 Budgets. The deadline (``check``, the compile budget's :meth:`~glrmask.budget.CompileBudget.check`)
 is called after every few thousand item operations (:data:`CHECK_WORK`), so one huge closure
 cannot outlast it; the closure-item limit is counted exactly as in Python.
@@ -37,7 +47,7 @@ from cpython.dict cimport PyDict_GetItem
 from cpython.exc cimport PyErr_CheckSignals
 from cpython.long cimport PyLong_AsLong
 from cpython.object cimport PyObject
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 from libcpp.algorithm cimport sort, unique
 from libcpp.vector cimport vector
@@ -341,6 +351,25 @@ cdef class Automaton:
     cdef vector[int32_t] succ_la
     cdef object check
     cdef int64_t work
+    # the LR(0) automaton of :meth:`explore_lr0`, kept aside while a canonical exploration runs
+    cdef int64_t lr0_n
+    cdef vector[int64_t] z_k_off, z_tr_off
+    cdef vector[int32_t] z_k_core
+    cdef vector[uint64_t] z_tr
+    cdef vector[uint32_t] cstamp
+    cdef uint32_t cgen
+    cdef vector[int32_t] ccores
+    cdef vector[int8_t] pre_cmpl  # per nonterminal: its closure holds a complete item (-1: unknown)
+    # the closure items of a nonterminal grouped by the symbol after their dot (complete ones left
+    # out), groups in first-appearance order: groups pg_first[b]:pg_first[b + 1] when computed
+    # (pg_first[b] = -1 before); group g is symbol pg_sym[g], pre items pg_items[pg_lo[g]:pg_lo[g + 1]]
+    # (indices into the nonterminal's closure list), and pg_t[g] the LR(0) state of its cores (-1)
+    cdef vector[int64_t] pg_first, pg_lo
+    cdef vector[int32_t] pg_sym, pg_items, pg_t, pg_n
+    cdef vector[int32_t] kg_pre, ordbuf, ordla
+    cdef vector[int32_t] single_t  # per core: the LR(0) state whose kernel is that core alone (-1)
+    cdef _KeySet memo  # (group of pg_*, inherited lookahead id) -> memo_t: canonical successor states
+    cdef vector[int32_t] memo_t
 
     def __cinit__(self, const int32_t[::1] rule_lhs not None, const int32_t[::1] rhs_off not None,
                   const int32_t[::1] rhs not None, int64_t T, int64_t n_nt, int64_t max_closure_items,
@@ -394,9 +423,16 @@ cdef class Automaton:
         self.pre_work = _Items(self.n_cores, self.W)
         self.clo = _Items(self.n_cores, self.W)
         self.index = _KeySet()
+        self.memo = _KeySet()
         self.sym_stamp.assign(self.n_syms, 0)
         self.sym_idx.assign(self.n_syms, 0)
         self.kpos.assign(self.n_cores, 0)
+        self.cstamp.assign(self.n_cores, 0)
+        self.pre_cmpl.assign(n_nt, -1)
+        self.pg_first.assign(n_nt, -1)
+        self.pg_n.assign(n_nt, 0)
+        self.pg_lo.push_back(0)
+        self.lr0_n = -1
         self._first_sets(rule_lhs)
 
     cdef int _tick(self, str stage, int64_t amount) except -1:
@@ -618,11 +654,14 @@ cdef class Automaton:
         self.k_off.push_back(<int64_t>self.k_core.size())
         return t
 
-    def explore(self, bint lalr, int64_t limit) -> bool:
+    def explore(self, bint lalr, int64_t limit, bint shortcut=True) -> bool:
         """Build the item sets reachable from the start breadth-first: canonical LR(1) keys states
         by their ``(core, lookahead)`` pairs, LALR(1) by their cores (lookaheads merged and
         propagated to a fixed point). False when more than ``limit`` states would be needed.
-        Records every state's transitions (and, canonical, its reduces) on its first visit."""
+        Records every state's transitions (and, canonical, its reduces) on its first visit.
+
+        ``shortcut`` (canonical only) visits the states :meth:`_lr1_step` can without their
+        closure; ``False`` closes every state (the same automaton, the reference)."""
         cdef _Items it = self.clo
         cdef int64_t W = self.W, head = 0, n_done = 0, i, g, gi, n_items, n_grp, x, klen
         cdef int64_t lo, hi, j, tlo
@@ -647,9 +686,14 @@ cdef class Automaton:
         self.rd_off.push_back(0)
         self.rd.clear()
         self.index.reset(1024)
+        self.memo.reset(1024)
+        self.memo_t.clear()
         # the start state: {$START -> . start $END} with the empty lookahead
         self.keybuf.clear()
-        self.keybuf.push_back((<uint64_t>self.rule_off[0]) << 32 if not lalr else <uint64_t>self.rule_off[0])
+        if lalr:  # (an if, not a conditional expression: Cython 3.3.1 miscompiles one passed by reference)
+            self.keybuf.push_back(<uint64_t>self.rule_off[0])
+        else:
+            self.keybuf.push_back((<uint64_t>self.rule_off[0]) << 32)
         h = _hash_words(self.keybuf.data(), 1)
         self.index.find(self.keybuf.data(), 1, h)
         self.index.add(self.keybuf.data(), 1, h)
@@ -668,6 +712,16 @@ cdef class Automaton:
             first_visit = s == n_done
             if first_visit:
                 n_done += 1
+            if shortcut and not lalr:
+                j = <int64_t>self.k_off.size() - 1
+                u = self._lr1_step(s, limit)
+                if u < 0:
+                    return False
+                if u:
+                    for t in range(j, <int32_t>(self.k_off.size() - 1)):  # in creation order
+                        work.push_back(t)
+                        queued.push_back(1)
+                    continue
             self._closure(s)
             n_items = <int64_t>it.core.size()
             self._tick("LR table (item sets)", n_items)
@@ -763,6 +817,664 @@ cdef class Automaton:
         self.explored = True
         return True
 
+    # ----------------------------------------------------------------------- LR(0) and LALR(1) by propagation
+    cdef int _closure_cores(self, int64_t s) except -1:
+        """The cores of state ``s``'s closure into ``ccores``, in the order of :meth:`_closure`
+        (the kernel, then the closure items of each kernel nonterminal in first-insertion order),
+        without lookaheads."""
+        cdef int64_t T = self.T, k, lo = self.k_off[s], hi = self.k_off[s + 1], p, phi, nxt, b
+        cdef int32_t c
+        self.cgen += 1
+        if self.cgen == 0:
+            self.cstamp.assign(self.cstamp.size(), 0)
+            self.cgen = 1
+        self.ccores.clear()
+        for k in range(lo, hi):
+            c = self.k_core[k]
+            if self.cstamp[c] != self.cgen:
+                self.cstamp[c] = self.cgen
+                self.ccores.push_back(c)
+        for k in range(lo, hi):
+            nxt = self.core_next[self.k_core[k]]
+            if nxt < T:
+                continue
+            b = nxt - T
+            if self.pre_off[b] < 0:
+                self._pre_of(b)
+            p = self.pre_off[b]
+            phi = p + 2 * <int64_t>self.pre_len[b]
+            self._tick("LR table (item sets)", self.pre_len[b])
+            while p < phi:
+                c = self.pre_items[p]
+                p += 2
+                if self.cstamp[c] != self.cgen:
+                    self.cstamp[c] = self.cgen
+                    self.ccores.push_back(c)
+        return 0
+
+    def explore_lr0(self, int64_t limit) -> int:
+        """Build the LR(0) automaton (item sets keyed by their cores, no lookaheads) breadth-first
+        and keep it aside for :meth:`lalr_from_lr0`; returns its number of states, or -1 when
+        more than ``limit`` would be needed.
+
+        Why: its states, numbering and transitions are exactly those of ``explore(True, ...)``
+        (lookaheads never change a state's successor cores, and that exploration numbers states
+        as they are discovered on first visits, in number order, through the same closure order),
+        and canonical LR(1) has at least as many states (each one's cores are an LR(0) state). So
+        when this count exceeds ``max_states`` the canonical attempt is known to fail and need not
+        be made, and LALR(1) needs only the lookaheads. Costs a fraction of a canonical attempt:
+        no lookahead sets are or'ed, interned or compared."""
+        cdef int64_t head = 0, i, g, gi, n_items, n_grp, x, klen, lo, hi, j, tlo, n
+        cdef int32_t t, c
+        cdef uint64_t h
+        self.check("LR table (item sets)")
+        self.explored = False
+        self.lr0_n = -1
+        self.pg_t.assign(self.pg_t.size(), -1)  # states of an earlier exploration
+        self.single_t.assign(self.n_cores, -1)
+        self.k_off.clear()
+        self.k_off.push_back(0)
+        self.k_core.clear()
+        self.k_la.clear()
+        self.tr_off.clear()
+        self.tr_off.push_back(0)
+        self.tr.clear()
+        self.rd_off.clear()
+        self.rd_off.push_back(0)
+        self.rd.clear()
+        self.index.reset(1024)
+        self.keybuf.clear()
+        self.keybuf.push_back(<uint64_t>self.rule_off[0])
+        h = _hash_words(self.keybuf.data(), 1)
+        self.index.find(self.keybuf.data(), 1, h)
+        self.index.add(self.keybuf.data(), 1, h)
+        self.k_core.push_back(self.rule_off[0])
+        self.k_off.push_back(1)
+        while head < <int64_t>self.k_off.size() - 1:  # no revisits: states in number order
+            if self._lr0_step(head, limit) < 0:
+                return -1
+            head += 1
+        n = <int64_t>self.k_off.size() - 1
+        self.z_k_off.swap(self.k_off)
+        self.z_k_core.swap(self.k_core)
+        self.z_tr_off.swap(self.tr_off)
+        self.z_tr.swap(self.tr)
+        self.lr0_n = n
+        return n
+
+
+    cdef int _pre_groups(self, int64_t b) except -1:
+        """Group the closure items of nonterminal ``b`` (computed) by the symbol after their dot,
+        into ``pg_*`` (see the attributes)."""
+        cdef int64_t p, phi, i, x, g, g0 = <int64_t>self.pg_sym.size(), n_g, lo
+        cdef int32_t c
+        cdef vector[int32_t] cnt
+        p = self.pre_off[b]
+        phi = <int64_t>self.pre_len[b]
+        self.sgen += 1
+        if self.sgen == 0:
+            self.sym_stamp.assign(self.sym_stamp.size(), 0)
+            self.sgen = 1
+        for i in range(phi):
+            x = self.core_next[self.pre_items[p + 2 * i]]
+            if x < 0:
+                continue
+            if self.sym_stamp[x] != self.sgen:
+                self.sym_stamp[x] = self.sgen
+                self.sym_idx[x] = <int32_t>cnt.size()
+                cnt.push_back(0)
+                self.pg_sym.push_back(<int32_t>x)
+                self.pg_t.push_back(-1)
+            cnt[self.sym_idx[x]] += 1
+        n_g = <int64_t>cnt.size()
+        lo = <int64_t>self.pg_items.size()
+        for g in range(n_g):
+            x = cnt[g]
+            cnt[g] = <int32_t>lo  # fill cursors
+            lo += x
+            self.pg_lo.push_back(lo)
+        self.pg_items.resize(lo)
+        for i in range(phi):
+            x = self.core_next[self.pre_items[p + 2 * i]]
+            if x < 0:
+                continue
+            g = self.sym_idx[x]
+            self.pg_items[cnt[g]] = <int32_t>i
+            cnt[g] += 1
+        self.pg_first[b] = g0
+        self.pg_n[b] = <int32_t>n_g
+        return 0
+
+    cdef int32_t _lr0_target(self, int64_t limit) except -2:
+        """The LR(0) state whose kernel is ``ordbuf`` (cores in kernel order), added when new;
+        -1 when that would be state number ``limit``."""
+        cdef int64_t klen = <int64_t>self.ordbuf.size(), i
+        cdef int32_t t
+        cdef uint64_t h
+        if klen == 1 and self.single_t[self.ordbuf[0]] >= 0:  # the commonest kernel: one item
+            return self.single_t[self.ordbuf[0]]
+        self.keybuf.resize(klen)
+        for i in range(klen):
+            self.keybuf[i] = <uint64_t>self.ordbuf[i]
+        sort(self.keybuf.begin(), self.keybuf.end())
+        h = _hash_words(self.keybuf.data(), klen)
+        t = self.index.find(self.keybuf.data(), klen, h)
+        if t < 0:
+            if <int64_t>self.k_off.size() - 1 >= limit:
+                return -1
+            t = <int32_t>(self.k_off.size() - 1)
+            self.index.add(self.keybuf.data(), klen, h)
+            for i in range(klen):
+                self.k_core.push_back(self.ordbuf[i])
+            self.k_off.push_back(<int64_t>self.k_core.size())
+        if klen == 1:
+            self.single_t[self.ordbuf[0]] = t
+        return t
+
+    cdef int _lr0_step(self, int64_t s, int64_t limit) except -2:
+        """Visit LR(0) state ``s``: record its transitions (sorted by symbol), adding the
+        successor states in the order of their symbols' first appearance in the closure (as
+        :meth:`explore`). -1 when more than ``limit`` states would be needed.
+
+        A state whose kernel has one item before a nonterminal ``b`` (and no item at the start of
+        its rule) has the closure "kernel, then ``b``'s closure items", so its successors are the
+        kernel's symbol groups (each with ``b``'s items of that symbol appended), then ``b``'s
+        other groups, whose cores, hence states, are the same in every such state: those are
+        looked up once per group of ``b`` (``pg_t``) instead of per state. Most large states of
+        JSON Schema grammars are of this kind."""
+        cdef int64_t T = self.T, lo = self.k_off[s], hi = self.k_off[s + 1], j, x, b = -1, nb = 0
+        cdef int64_t i, g, gi, n_grp, n_items, pg0, pg1, pb, q, tlo = <int64_t>self.tr.size()
+        cdef int32_t c, t
+        for j in range(lo, hi):
+            c = self.k_core[j]
+            if c == self.rule_off[self.core_rule[c]]:
+                nb = 2  # an item at the start of its rule: the closure may hold it again
+                break
+            x = self.core_next[c]
+            if x >= T:
+                nb += 1
+                b = x - T
+        if nb == 1:
+            if self.pre_off[b] < 0:
+                self._pre_of(b)
+            if self.pg_first[b] < 0:
+                self._pre_groups(b)
+            pg0 = self.pg_first[b]
+            pg1 = pg0 + self.pg_n[b]
+            n_items = hi - lo
+            self._tick("LR table (item sets)", n_items + pg1 - pg0)
+        else:
+            self._closure_cores(s)
+            n_items = <int64_t>self.ccores.size()
+            self._tick("LR table (item sets)", n_items)
+        # the groups of the kernel (fast path) or of the whole closure, by first appearance
+        self.sgen += 1
+        if self.sgen == 0:
+            self.sym_stamp.assign(self.sym_stamp.size(), 0)
+            self.sgen = 1
+        self.sym_order.clear()
+        self.grp_off.clear()
+        for i in range(n_items):
+            if nb == 1:
+                c = self.k_core[lo + i]
+            else:
+                c = self.ccores[i]
+            x = self.core_next[c]
+            if x < 0:
+                continue
+            if self.sym_stamp[x] != self.sgen:
+                self.sym_stamp[x] = self.sgen
+                self.sym_idx[x] = <int32_t>self.sym_order.size()
+                self.sym_order.push_back(<int32_t>x)
+                self.grp_off.push_back(0)
+            self.grp_off[self.sym_idx[x]] += 1
+        n_grp = <int64_t>self.sym_order.size()
+        self.grp_off.push_back(0)
+        j = 0
+        for g in range(n_grp + 1):
+            x = self.grp_off[g]
+            self.grp_off[g] = <int32_t>j
+            j += x
+        self.grp_cur.assign(self.grp_off.begin(), self.grp_off.end())
+        self.grp_items.assign(j, 0)
+        for i in range(n_items):
+            if nb == 1:
+                c = self.k_core[lo + i]
+            else:
+                c = self.ccores[i]
+            x = self.core_next[c]
+            if x < 0:
+                continue
+            g = self.sym_idx[x]
+            self.grp_items[self.grp_cur[g]] = <int32_t>c
+            self.grp_cur[g] += 1
+        self.kg_pre.assign(n_grp, -1)
+        if nb == 1:  # b's groups of the kernel's symbols join them
+            for g in range(pg0, pg1):
+                x = self.pg_sym[g]
+                if self.sym_stamp[x] == self.sgen:
+                    self.kg_pre[self.sym_idx[x]] = <int32_t>g
+            pb = self.pre_off[b]
+        for g in range(n_grp):
+            self.ordbuf.clear()
+            for gi in range(self.grp_off[g], self.grp_off[g + 1]):
+                self.ordbuf.push_back(self.grp_items[gi] + 1)
+            q = self.kg_pre[g]
+            if q >= 0:
+                for i in range(self.pg_lo[q], self.pg_lo[q + 1]):
+                    self.ordbuf.push_back(self.pre_items[pb + 2 * <int64_t>self.pg_items[i]] + 1)
+            t = self._lr0_target(limit)
+            if t < 0:
+                return -1
+            self.tr.push_back((<uint64_t>self.sym_order[g]) << 32 | <uint64_t>t)
+        if nb == 1:  # b's other groups: the same state wherever b's closure is the whole closure
+            for g in range(pg0, pg1):
+                x = self.pg_sym[g]
+                if self.sym_stamp[x] == self.sgen:
+                    continue
+                t = self.pg_t[g]
+                if t < 0:
+                    self.ordbuf.clear()
+                    for i in range(self.pg_lo[g], self.pg_lo[g + 1]):
+                        self.ordbuf.push_back(self.pre_items[pb + 2 * <int64_t>self.pg_items[i]] + 1)
+                    t = self._lr0_target(limit)
+                    if t < 0:
+                        return -1
+                    self.pg_t[g] = t
+                self.tr.push_back((<uint64_t>x) << 32 | <uint64_t>t)
+        sort(self.tr.begin() + tlo, self.tr.end())
+        self.tr_off.push_back(<int64_t>self.tr.size())
+        return 0
+
+
+    cdef int32_t _lr1_target(self, int64_t limit) except -2:
+        """The canonical state whose kernel is ``ordbuf`` (cores) with lookaheads ``ordla`` (pool
+        ids), in kernel order, added when new; -1 when that would be state number ``limit``."""
+        cdef int64_t klen = <int64_t>self.ordbuf.size(), i
+        cdef int32_t t
+        cdef uint64_t h
+        self.keybuf.resize(klen)
+        for i in range(klen):
+            self.keybuf[i] = (<uint64_t>self.ordbuf[i]) << 32 | <uint64_t>self.ordla[i]
+        sort(self.keybuf.begin(), self.keybuf.end())
+        h = _hash_words(self.keybuf.data(), klen)
+        t = self.index.find(self.keybuf.data(), klen, h)
+        if t < 0:
+            if <int64_t>self.k_off.size() - 1 >= limit:
+                return -1
+            t = <int32_t>(self.k_off.size() - 1)
+            self.index.add(self.keybuf.data(), klen, h)
+            for i in range(klen):
+                self.k_core.push_back(self.ordbuf[i])
+                self.k_la.push_back(self.ordla[i])
+            self.k_off.push_back(<int64_t>self.k_core.size())
+        return t
+
+    cdef int32_t _pre_la(self, int32_t code, int32_t l_id) except -1:
+        """The pool id of a closure item's lookahead ``spontaneous | (L if inherits)`` for its
+        closure-list code and ``L`` = pool set ``l_id``."""
+        cdef int32_t sm = code >> 1
+        cdef uint64_t* a
+        if not (code & 1) or l_id == 0 or sm == l_id:
+            return sm
+        if sm == 0:
+            return l_id
+        a = self.tmp.data()
+        memcpy(a, self.pool.key(sm), <size_t>self.W * 8)
+        _or(a, self.pool.key(l_id), self.W)
+        return self.pool.intern(a, self.W)
+
+    cdef int _lr1_step(self, int64_t s, int64_t limit) except -2:
+        """Visit canonical state ``s`` without its closure when every kernel item before a
+        nonterminal is before the same ``b``, no kernel item is at the start of its rule and
+        ``b``'s closure has no complete item; 0 (nothing done) otherwise, -1 past ``limit``.
+
+        Then the closure is the kernel followed by ``b``'s closure items, each with lookahead
+        ``spontaneous | (L if inherits)`` for ``L`` the union of what the kernel items pass on, so
+        the successors are the kernel's symbol groups (``b``'s items of the symbol appended), then
+        ``b``'s other groups (``pg_*``), whose kernels depend on ``L`` only: their states are
+        looked up once per (group, ``L``) (``memo``). Successors are added in the order, kernel
+        order and numbering of :meth:`explore`'s closure path, and the reduces are the complete
+        kernel items' (the closure adds none)."""
+        cdef int64_t T = self.T, W = self.W, lo = self.k_off[s], hi = self.k_off[s + 1], j, x, b = -1
+        cdef int64_t i, g, gi, n_grp, pg0, pg1, pb, q, tlo = <int64_t>self.tr.size(), p, phi
+        cdef int32_t c, t, l_id, la, e
+        cdef uint64_t* L = self.lbuf.data()
+        cdef uint64_t mk[2]
+        cdef uint64_t h
+        cdef int8_t f
+        for j in range(lo, hi):
+            c = self.k_core[j]
+            if c == self.rule_off[self.core_rule[c]]:
+                return 0
+            x = self.core_next[c]
+            if x >= T:
+                if b >= 0 and x - T != b:
+                    return 0
+                b = x - T
+        if b < 0:
+            return 0  # no closure items: the closure path is as cheap
+        if self.pre_off[b] < 0:
+            self._pre_of(b)
+        f = self.pre_cmpl[b]
+        if f < 0:
+            f = 0
+            p = self.pre_off[b]
+            phi = p + 2 * <int64_t>self.pre_len[b]
+            while p < phi:
+                if self.core_next[self.pre_items[p]] < 0:
+                    f = 1
+                    break
+                p += 2
+            self.pre_cmpl[b] = f
+        if f:
+            return 0
+        if self.pg_first[b] < 0:
+            self._pre_groups(b)
+        pg0 = self.pg_first[b]
+        pg1 = pg0 + self.pg_n[b]
+        pb = self.pre_off[b]
+        self._tick("LR table (item sets)", hi - lo + pg1 - pg0)
+        # L: what the kernel items before b pass on to b's closure items
+        memset(L, 0, <size_t>W * 8)
+        for j in range(lo, hi):
+            c = self.k_core[j]
+            if self.core_next[c] < T:
+                continue
+            if self.beta_id[c] < 0:
+                self._beta(c)
+            _or(L, self.pool.key(self.beta_id[c]), W)
+            if self.beta_null[c] and self.k_la[j]:
+                _or(L, self.pool.key(self.k_la[j]), W)
+        l_id = self.pool.intern(L, W)
+        # the kernel's groups, by first appearance
+        self.sgen += 1
+        if self.sgen == 0:
+            self.sym_stamp.assign(self.sym_stamp.size(), 0)
+            self.sgen = 1
+        self.sym_order.clear()
+        self.grp_off.clear()
+        for j in range(lo, hi):
+            x = self.core_next[self.k_core[j]]
+            if x < 0:
+                continue
+            if self.sym_stamp[x] != self.sgen:
+                self.sym_stamp[x] = self.sgen
+                self.sym_idx[x] = <int32_t>self.sym_order.size()
+                self.sym_order.push_back(<int32_t>x)
+                self.grp_off.push_back(0)
+            self.grp_off[self.sym_idx[x]] += 1
+        n_grp = <int64_t>self.sym_order.size()
+        self.grp_off.push_back(0)
+        i = 0
+        for g in range(n_grp + 1):
+            x = self.grp_off[g]
+            self.grp_off[g] = <int32_t>i
+            i += x
+        self.grp_cur.assign(self.grp_off.begin(), self.grp_off.end())
+        self.grp_items.assign(i, 0)
+        for j in range(lo, hi):
+            x = self.core_next[self.k_core[j]]
+            if x < 0:
+                continue
+            g = self.sym_idx[x]
+            self.grp_items[self.grp_cur[g]] = <int32_t>j
+            self.grp_cur[g] += 1
+        self.kg_pre.assign(n_grp, -1)
+        for g in range(pg0, pg1):
+            x = self.pg_sym[g]
+            if self.sym_stamp[x] == self.sgen:
+                self.kg_pre[self.sym_idx[x]] = <int32_t>g
+        for g in range(n_grp):
+            self.ordbuf.clear()
+            self.ordla.clear()
+            for gi in range(self.grp_off[g], self.grp_off[g + 1]):
+                j = self.grp_items[gi]
+                self.ordbuf.push_back(self.k_core[j] + 1)
+                self.ordla.push_back(self.k_la[j])
+            q = self.kg_pre[g]
+            if q >= 0:
+                for i in range(self.pg_lo[q], self.pg_lo[q + 1]):
+                    p = pb + 2 * <int64_t>self.pg_items[i]
+                    self.ordbuf.push_back(self.pre_items[p] + 1)
+                    la = self._pre_la(self.pre_items[p + 1], l_id)
+                    self.ordla.push_back(la)
+            t = self._lr1_target(limit)
+            if t < 0:
+                return -1
+            self.tr.push_back((<uint64_t>self.sym_order[g]) << 32 | <uint64_t>t)
+        for g in range(pg0, pg1):
+            x = self.pg_sym[g]
+            if self.sym_stamp[x] == self.sgen:
+                continue
+            mk[0] = <uint64_t>g
+            mk[1] = <uint64_t>l_id
+            h = _hash_words(mk, 2)
+            e = self.memo.find(mk, 2, h)
+            if e >= 0:
+                t = self.memo_t[e]
+            else:
+                self.ordbuf.clear()
+                self.ordla.clear()
+                for i in range(self.pg_lo[g], self.pg_lo[g + 1]):
+                    p = pb + 2 * <int64_t>self.pg_items[i]
+                    self.ordbuf.push_back(self.pre_items[p] + 1)
+                    la = self._pre_la(self.pre_items[p + 1], l_id)
+                    self.ordla.push_back(la)
+                t = self._lr1_target(limit)
+                if t < 0:
+                    return -1
+                self.memo.add(mk, 2, h)
+                self.memo_t.push_back(t)
+            self.tr.push_back((<uint64_t>x) << 32 | <uint64_t>t)
+        sort(self.tr.begin() + tlo, self.tr.end())
+        self.tr_off.push_back(<int64_t>self.tr.size())
+        self._record_kernel_reduces(s)
+        return 1
+
+    def lalr_from_lr0(self) -> None:
+        """Make the automaton of the last :meth:`explore_lr0` the LALR(1) automaton, as a
+        successful ``explore(True, ...)`` leaves it: the same states and transitions, and kernel
+        lookaheads the least fixed point of the LALR(1) equations, which that exploration's work
+        queue also reaches (the least fixed point is unique, so the order of propagation does not
+        show).
+
+        The equations are set up once per state instead of once per visit: a kernel item's
+        closure gives every successor kernel item a *spontaneous* set (the closure items'
+        FIRST-derived lookaheads) and *propagation* edges (from the kernel item to the successor
+        items that inherit its lookahead: its own shifted item, and closure items reached through
+        nullable suffixes). The fixed point then or's bitsets along edges, without the GIL."""
+        cdef int64_t W = self.W, T = self.T, n, K, s, k, j, p, phi, b, x, y, d, e, i, w
+        cdef int64_t head, tail, count, steps
+        cdef int32_t c, c2, code, sm, bf, t
+        cdef bint bn
+        cdef uint64_t bits, v
+        cdef vector[uint64_t] la
+        cdef vector[int32_t] e_src, e_dst, e_off, e_to, q
+        cdef vector[uint8_t] inq
+        cdef uint64_t* L
+        cdef uint64_t* sp
+        cdef uint64_t* dp
+        cdef const int32_t* eo
+        cdef const int32_t* et
+        cdef int32_t* qq
+        cdef uint8_t* iq
+        if self.lr0_n < 0:
+            raise RuntimeError("Automaton.lalr_from_lr0 before a successful explore_lr0")
+        self.check("LR table (item sets)")
+        n = self.lr0_n
+        self.k_off.swap(self.z_k_off)
+        self.k_core.swap(self.z_k_core)
+        self.tr_off.swap(self.z_tr_off)
+        self.tr.swap(self.z_tr)
+        self.lr0_n = -1
+        self.z_k_off.clear()
+        self.z_k_core.clear()
+        self.z_tr_off.clear()
+        self.z_tr.clear()
+        K = <int64_t>self.k_core.size()
+        self.k_la.assign(K, 0)
+        self.rd_off.clear()
+        self.rd_off.push_back(0)
+        self.rd.clear()
+        la.assign(K * W, 0)
+        for s in range(n):
+            # the successor kernels' positions by core (a core determines the symbol before its
+            # dot, so the successors of one state have disjoint cores)
+            for k in range(self.tr_off[s], self.tr_off[s + 1]):
+                t = <int32_t>(self.tr[k] & 0xffffffffULL)
+                for j in range(self.k_off[t], self.k_off[t + 1]):
+                    self.kpos[self.k_core[j]] = <int32_t>j
+            for j in range(self.k_off[s], self.k_off[s + 1]):
+                c = self.k_core[j]
+                x = self.core_next[c]
+                if x < 0:
+                    continue
+                e_src.push_back(<int32_t>j)
+                e_dst.push_back(self.kpos[c + 1])
+                if x < T:
+                    continue
+                b = x - T
+                if self.pre_off[b] < 0:
+                    self._pre_of(b)
+                if self.beta_id[c] < 0:
+                    self._beta(c)
+                bf = self.beta_id[c]
+                bn = self.beta_null[c]
+                self._tick("LR table (lookaheads)", self.pre_len[b])
+                p = self.pre_off[b]
+                phi = p + 2 * <int64_t>self.pre_len[b]
+                while p < phi:
+                    c2 = self.pre_items[p]
+                    code = self.pre_items[p + 1]
+                    p += 2
+                    y = self.core_next[c2]
+                    if y < 0:
+                        continue
+                    d = self.kpos[c2 + 1]
+                    L = la.data() + d * W
+                    sm = code >> 1
+                    if sm:
+                        _or(L, self.pool.key(sm), W)
+                    if code & 1:
+                        if bf:
+                            _or(L, self.pool.key(bf), W)
+                        if bn:
+                            e_src.push_back(<int32_t>j)
+                            e_dst.push_back(<int32_t>d)
+        # the edges by source (counting sort), then a work queue over the items, a ring of K
+        # slots (an item is queued at most once at a time)
+        e_off.assign(K + 1, 0)
+        for e in range(<int64_t>e_src.size()):
+            e_off[e_src[e] + 1] += 1
+        for i in range(K):
+            e_off[i + 1] += e_off[i]
+        e_to.assign(e_src.size(), 0)
+        q.assign(e_off.begin(), e_off.end() - 1)  # fill cursors
+        for e in range(<int64_t>e_src.size()):
+            i = e_src[e]
+            e_to[q[i]] = e_dst[e]
+            q[i] += 1
+        e_src.clear()
+        e_dst.clear()
+        q.resize(K)
+        for i in range(K):
+            q[i] = <int32_t>i
+        inq.assign(K, 1)
+        head = 0
+        tail = 0
+        count = K
+        L = la.data()
+        eo = e_off.data()
+        et = e_to.data()
+        qq = q.data()
+        iq = inq.data()
+        while count:
+            with nogil:
+                steps = 0
+                while count and steps < _CHECK_WORK:
+                    i = qq[head]
+                    head += 1
+                    if head == K:
+                        head = 0
+                    count -= 1
+                    iq[i] = 0
+                    sp = L + i * W
+                    steps += 1 + eo[i + 1] - eo[i]
+                    for e in range(eo[i], eo[i + 1]):
+                        d = et[e]
+                        dp = L + d * W
+                        bits = 0
+                        for w in range(W):
+                            v = sp[w] & ~dp[w]
+                            bits |= v
+                            dp[w] |= v
+                        if bits and not iq[d]:
+                            iq[d] = 1
+                            qq[tail] = <int32_t>d
+                            tail += 1
+                            if tail == K:
+                                tail = 0
+                            count += 1
+            self._tick("LR table (lookaheads)", steps)
+        for j in range(K):
+            self.k_la[j] = self.pool.intern(L + j * W, W)
+        self.lalr = True
+        self.explored = True
+
+    cdef bint _closure_reduces(self, int64_t s) except -1:
+        """Whether state ``s``'s closure adds a complete item (an ε-rule's) to its kernel, so
+        that its reduces need the closure; otherwise they are its complete kernel items'."""
+        cdef int64_t T = self.T, j, x, b, p, phi
+        cdef int8_t f
+        for j in range(self.k_off[s], self.k_off[s + 1]):
+            x = self.core_next[self.k_core[j]]
+            if x < T:
+                continue
+            b = x - T
+            f = self.pre_cmpl[b]
+            if f < 0:
+                if self.pre_off[b] < 0:
+                    self._pre_of(b)
+                f = 0
+                p = self.pre_off[b]
+                phi = p + 2 * <int64_t>self.pre_len[b]
+                while p < phi:
+                    if self.core_next[self.pre_items[p]] < 0:
+                        f = 1
+                        break
+                    p += 2
+                self.pre_cmpl[b] = f
+            if f:
+                return True
+        return False
+
+    cdef int _record_kernel_reduces(self, int64_t s) except -1:
+        """:meth:`_record_reduces` of state ``s`` when its closure adds no complete item
+        (:meth:`_closure_reduces`): the complete kernel items' lookaheads are the closure's."""
+        cdef int64_t W = self.W, j, k, lo = <int64_t>self.rd.size()
+        cdef int32_t c, r
+        cdef uint64_t w
+        cdef const uint64_t* row
+        for j in range(self.k_off[s], self.k_off[s + 1]):
+            c = self.k_core[j]
+            if self.core_next[c] != -1:
+                continue
+            r = self.core_rule[c]
+            if r == 0:
+                continue
+            row = self.pool.key(self.k_la[j])
+            for k in range(W):
+                w = row[k]
+                while w:
+                    self.rd.push_back((<uint64_t>(k * 64 + __builtin_ctzll(w))) << 32 | <uint64_t>r)
+                    w &= w - 1
+        if <int64_t>self.rd.size() - lo > 1:
+            sort(self.rd.begin() + lo, self.rd.end())
+            self.rd.erase(unique(self.rd.begin() + lo, self.rd.end()), self.rd.end())
+        self.rd_off.push_back(<int64_t>self.rd.size())
+        return 0
+
     cdef int _record_reduces(self) except -1:
         """Append the reduce pairs of the closure in ``clo`` (complete items except rule 0), sorted
         and unique, as the next state's reduce list."""
@@ -810,9 +1522,13 @@ cdef class Automaton:
             raise RuntimeError("Automaton.tables before a successful explore")
         if self.lalr and <int64_t>self.rd_off.size() == 1:
             for s in range(n):
-                self._closure(s)
-                self._tick("LR table (rows)", <int64_t>self.clo.core.size())
-                self._record_reduces()
+                if self._closure_reduces(s):
+                    self._closure(s)
+                    self._tick("LR table (rows)", <int64_t>self.clo.core.size())
+                    self._record_reduces()
+                else:
+                    self._tick("LR table (rows)", self.k_off[s + 1] - self.k_off[s])
+                    self._record_kernel_reduces(s)
         for s in range(n):
             for k in range(self.tr_off[s], self.tr_off[s + 1]):
                 if <int64_t>(self.tr[k] >> 32) == end:
@@ -937,22 +1653,28 @@ cdef class Automaton:
                 size.push_back(0)
             size[e] += 1
         n_cls = <int32_t>size.size()
-        # predecessors
+        # A state alone in its initial class stays alone: it is never regrouped, so it is neither
+        # a candidate nor recorded as a predecessor (most states of large JSON Schema grammars).
+        # predecessors (in a shared class)
         pred_off.assign(n + 1, 0)
-        for k in range(<int64_t>self.tr.size()):
-            pred_off[<int64_t>(self.tr[k] & 0xffffffffULL) + 1] += 1
+        for s in range(n):
+            if size[cls[s]] > 1:
+                for k in range(self.tr_off[s], self.tr_off[s + 1]):
+                    pred_off[<int64_t>(self.tr[k] & 0xffffffffULL) + 1] += 1
         for s in range(n):
             pred_off[s + 1] += pred_off[s]
         preds.assign(pred_off[n], 0)
         grp.assign(n, 0)  # fill cursors
         for s in range(n):
-            for k in range(self.tr_off[s], self.tr_off[s + 1]):
-                i = <int64_t>(self.tr[k] & 0xffffffffULL)
-                preds[pred_off[i] + grp[i]] = <int32_t>s
-                grp[i] += 1
-        cand.resize(n)
+            if size[cls[s]] > 1:
+                for k in range(self.tr_off[s], self.tr_off[s + 1]):
+                    i = <int64_t>(self.tr[k] & 0xffffffffULL)
+                    preds[pred_off[i] + grp[i]] = <int32_t>s
+                    grp[i] += 1
+        cand.clear()
         for s in range(n):
-            cand[s] = <int32_t>s
+            if size[cls[s]] > 1:
+                cand.push_back(<int32_t>s)
         b_stamp.assign(n, 0)
         b_total.assign(n, 0)
         b_ngroups.assign(n, 0)
@@ -1015,7 +1737,7 @@ cdef class Automaton:
             for i in range(<int64_t>changed.size()):
                 s = changed[i]
                 for k in range(pred_off[s], pred_off[s + 1]):
-                    if c_stamp[preds[k]] != rounds:
+                    if c_stamp[preds[k]] != rounds and size[cls[preds[k]]] > 1:
                         c_stamp[preds[k]] = rounds
                         cand.push_back(preds[k])
             sort(cand.begin(), cand.end())

@@ -12,7 +12,9 @@ Cython runtime all read it. It is built as follows:
    symbolic lookaheads (``spontaneous | inherited``), so closing a kernel is a table lookup per
    kernel item rather than a fixed-point iteration.
 3. If canonical LR(1) exceeds ``max_states``, rebuild as LALR(1) (states keyed by cores only,
-   lookaheads merged and propagated to a fixed point) and record that in ``notes``.
+   lookaheads merged and propagated to a fixed point) and record that in ``notes``. The native
+   builder counts the LR(0) states (the LALR(1) ones) first on large grammars, so that a canonical
+   attempt known to exceed ``max_states`` is not made (``LRTable.build(lr0_first=...)``).
 4. Merge states whose action/goto rows are identical up to the merge (Moore-style partition
    refinement, i.e. a bisimulation quotient). This never adds conflicts, unlike LALR merging.
 
@@ -260,6 +262,7 @@ class LRTable:
         merge: bool = True,
         check: bool = True,
         native: bool = True,
+        lr0_first: Optional[bool] = None,
     ) -> "LRTable":
         """Build the table for a normalized grammar.
 
@@ -267,13 +270,22 @@ class LRTable:
         post-condition for termination). Canonical LR(1) is tried with ``max_states`` states; beyond
         that LALR(1) is used (bounded by ``max_lalr_states``, else :class:`GrammarTooComplex`).
         ``native=False`` runs the Python reference builder (same table, slower).
+
+        ``lr0_first`` (native only) chooses the order of work, never the table
+        (``tests/test_lr_build_order.py``): ``True`` first builds the LR(0) automaton, whose states
+        are the LALR(1) ones, and when it has more than ``max_states`` states does not attempt
+        canonical LR(1) (which has at least as many); ``None`` (the default) does so only for
+        grammars large enough for that to be likely, else tries canonical LR(1) first. Either
+        way the LALR(1) fallback computes its lookaheads on the LR(0) automaton by propagation.
+        ``False`` is the plain sequence, the reference: canonical LR(1) closing every state, then
+        LALR(1) explored from scratch.
         """
         if check:
             from glrmask.grammar.normalize import check_normalized
 
             check_normalized(grammar)
         if native:
-            return _native_build(_Symbols(grammar, native=True), max_states, max_lalr_states, merge)
+            return _native_build(_Symbols(grammar, native=True), max_states, max_lalr_states, merge, lr0_first)
         return _Builder(grammar).build(max_states, max_lalr_states, merge)
 
 
@@ -693,9 +705,12 @@ def _table(b: _Symbols, start: int, final: int, arrays: list[np.ndarray], notes:
     )
 
 
-def _native_build(b: _Symbols, max_states: int, max_lalr_states: int, merge: bool) -> LRTable:
+def _native_build(b: _Symbols, max_states: int, max_lalr_states: int, merge: bool,
+                  lr0_first: Optional[bool] = None) -> LRTable:
     """:meth:`_Builder.build` in :mod:`glrmask_ext.lr_build`: the same exploration order, state
-    numbering, notes and errors, 10-100x faster (the Python builder is the test oracle)."""
+    numbering, notes and errors, 10-100x faster (the Python builder is the test oracle).
+
+    ``lr0_first``: see :meth:`LRTable.build`."""
     from glrmask_ext.lr_build import Automaton
 
     budget = current_budget()
@@ -703,13 +718,32 @@ def _native_build(b: _Symbols, max_states: int, max_lalr_states: int, merge: boo
                      budget.size_limit("lr", "max_closure_items"), budget.check)
     notes: list[str] = []
     method = "lr1"
-    if not auto.explore(False, max_states):
+    too_many_lalr = f"LR table: LALR(1) automaton exceeds max_lalr_states={max_lalr_states}"
+    if lr0_first is not False and max_lalr_states >= max_states:
+        # The LR(0) automaton has the LALR(1) states, and canonical LR(1) at least as many: past
+        # max_states the canonical attempt would only be thrown away (on the largest JSON Schemas
+        # it was a third of the build), and LALR(1) needs only the lookaheads. Counting first pays
+        # where canonical LR(1) is likely not to fit; JSON Schema grammars have about 0.4-0.5 LR(0)
+        # states per core (rule position), so grammars with fewer than 2 cores per allowed state
+        # try canonical LR(1) first. Which comes first changes the cost, never the table.
+        n_lr0 = -1
+        if lr0_first or len(b.rhs) + len(b.rule_lhs_arr) >= 2 * max_states:
+            n_lr0 = auto.explore_lr0(max_lalr_states)
+            if n_lr0 < 0:
+                raise GrammarTooComplex(too_many_lalr)
+        if n_lr0 <= max_states and auto.explore(False, max_states):
+            pass
+        else:
+            notes.append(f"canonical LR(1) exceeded max_states={max_states}; fell back to LALR(1)")
+            method = "lalr1"
+            if n_lr0 < 0 and auto.explore_lr0(max_lalr_states) < 0:
+                raise GrammarTooComplex(too_many_lalr)
+            auto.lalr_from_lr0()
+    elif not auto.explore(False, max_states, False):
         notes.append(f"canonical LR(1) exceeded max_states={max_states}; fell back to LALR(1)")
         method = "lalr1"
         if not auto.explore(True, max_lalr_states):
-            raise GrammarTooComplex(
-                f"LR table: LALR(1) automaton exceeds max_lalr_states={max_lalr_states}"
-            )
+            raise GrammarTooComplex(too_many_lalr)
     n = auto.n_states
     start, final, *arrays = auto.tables(merge)
     if final < 0:
