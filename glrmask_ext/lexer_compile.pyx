@@ -55,6 +55,8 @@ def configure(ops, flags, char_kind, split_kind, subpattern_type, node_class):
     _SPLIT_K = split_kind
     _SUBP_TYPE = subpattern_type
     _node_class = node_class
+    global _ASCII_LITERALS
+    _ASCII_LITERALS = tuple([(_LITERAL, c) for c in range(128)])
 
 
 ASCII_CLASS_SLOTS = 8 * 128
@@ -197,6 +199,15 @@ cdef object _MAX_REPEAT_OP, _MIN_REPEAT_OP, _POSSESSIVE_OP, _AT, _ASSERT, _ASSER
 cdef object _RANGE, _MAXREPEAT, _State
 cdef long _STR_FLAGS = 0
 cdef object _OBJECT_NEW = object.__new__
+cdef tuple _ASCII_LITERALS = ()
+
+
+cdef inline tuple _literal(long c):
+    """The parse-tree item ``(LITERAL, c)``; one shared tuple per ASCII character (items are
+    immutable, and a large pattern is mostly literals: no allocation per character)."""
+    if 0 <= c < 128:
+        return <tuple>_ASCII_LITERALS[c]
+    return (_LITERAL, c)
 cdef bint _PLAIN_SUBPATTERN = False
 
 
@@ -328,7 +339,7 @@ cdef class _Parser:
             elif c == u'\\':
                 if i + 1 >= n or not _escapable(p[i + 1]):
                     raise _Bail
-                data.append((_LITERAL, <long>p[i + 1]))
+                data.append(_literal(<long>p[i + 1]))
                 i += 2
             elif c == u'[':
                 i = self.char_class(i + 1, data)
@@ -357,7 +368,7 @@ cdef class _Parser:
             elif c == u'^' or c == u'$':
                 raise _Bail
             else:
-                data.append((_LITERAL, <long>c))
+                data.append(_literal(<long>c))
                 i += 1
         self.i = i
         if groups:  # a group that is still an item (not repeated) is inlined, as re does
@@ -410,8 +421,8 @@ cdef class _Parser:
                 d = p[i]
                 i += 1
                 if d == u']':
-                    items.append((_LITERAL, lo))
-                    items.append((_LITERAL, 45))  # "-"
+                    items.append(_literal(lo))
+                    items.append(_literal(45))  # "-"
                     break
                 if d == u'\\':
                     if i >= n or not _escapable(p[i]):
@@ -426,7 +437,7 @@ cdef class _Parser:
                     raise _Bail
                 items.append((_RANGE, (lo, hi)))
             else:
-                items.append((_LITERAL, lo))
+                items.append(_literal(lo))
         items = list(dict.fromkeys(items))
         if len(items) == 1 and items[0][0] is _LITERAL:
             data.append((_NOT_LITERAL, items[0][1]) if negate else items[0])
@@ -464,7 +475,7 @@ cdef class _Parser:
                 k = j
                 b = a
             if k >= n or p[k] != u'}' or (not a and not b and k == i):
-                data.append((_LITERAL, 123))  # "{" is a literal ("{}" too)
+                data.append(_literal(123))  # "{" is a literal ("{}" too)
                 return i
             lo = int(a) if a else 0
             hi = int(b) if b else _MAXREPEAT
@@ -806,3 +817,75 @@ def segment_cuts(str p, Py_ssize_t min_len):
     if depth != 0 or not cuts:
         return None
     return cuts
+
+
+# ------------------------------------------------------------------ byte partitions
+def partition(tuple classes, high_groups):
+    """``(group of each byte, representative of each group)`` of a set of ByteClasses, each a
+    tuple: ``glrmask.lexer.program._byte_partition`` (the reference, in Python) in one call.
+    ASCII bytes are grouped by their membership in every class (refined class by class from
+    its ``ascii_edges`` toggle points, labels numbered by smallest byte); the bytes above 0x7F
+    by ``high_groups(wide)`` (the classes holding a non-ASCII code point; one group when there
+    is none), numbered after the ASCII ones. No class at all: one group."""
+    cdef int label[128]
+    cdef int member[128]
+    cdef int remap[258]
+    cdef int n_labels = 1
+    cdef int b, k, nxt, pos, key, count, n_high, g
+    cdef bint inside
+    cdef object bc, pts, p, cps, high_of
+    cdef list wide = []
+    cdef list group_of
+    cdef list reps
+    if not classes:
+        return (0,) * 256, (0,)
+    for b in range(128):
+        label[b] = 0
+    for bc in classes:
+        cps = bc.cps
+        if cps and cps[-1][1] >= 0x80:
+            wide.append(bc)
+        pts = bc._edges
+        if pts is None:
+            pts = bc.ascii_edges()
+        if not pts:
+            continue  # membership constant over ASCII: splits nothing
+        inside = False
+        pos = 0
+        for p in pts:
+            nxt = p
+            for b in range(pos, nxt):
+                member[b] = inside
+            inside = not inside
+            pos = nxt
+        for b in range(pos, 128):
+            member[b] = inside
+        for k in range(2 * n_labels):
+            remap[k] = -1
+        count = 0
+        for b in range(128):
+            key = 2 * label[b] + member[b]
+            if remap[key] < 0:
+                remap[key] = count
+                count += 1
+            label[b] = remap[key]
+        n_labels = count
+    group_of = [0] * 256
+    reps = []
+    for b in range(128):
+        g = label[b]
+        group_of[b] = g
+        if g == len(reps):
+            reps.append(b)
+    if wide:
+        high_of = high_groups(wide)[1]
+        for b in range(128):
+            g = n_labels + <int>high_of[b]
+            group_of[128 + b] = g
+            if g == len(reps):
+                reps.append(128 + b)
+    else:
+        for b in range(128, 256):
+            group_of[b] = n_labels
+        reps.append(128)
+    return tuple(group_of), tuple(reps)

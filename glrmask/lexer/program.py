@@ -751,13 +751,28 @@ class _Partition:
     """The byte groups of a set of classes, in the forms their users read (the classes are
     kept alive with it, so that no ``id`` in its cache key is reused)."""
 
-    __slots__ = ("classes", "groups", "group_of", "representatives")
+    __slots__ = ("classes", "_groups", "group_of", "representatives")
 
     def __init__(self, classes: list[ByteClass]):
         self.classes = tuple(classes)
-        self.groups, group_of = _byte_partition(classes)
-        self.group_of = tuple(group_of)  # immutable and, once collected, not tracked
-        self.representatives = tuple([g[0] for g in self.groups])
+        if _native is not None:  # group_of and representatives in one call in C
+            self.group_of, self.representatives = _native.partition(self.classes, _high_groups)
+            self._groups = None
+        else:
+            self._groups, group_of = _byte_partition(classes)
+            self.group_of = tuple(group_of)  # immutable and, once collected, not tracked
+            self.representatives = tuple([g[0] for g in self._groups])
+
+    @property
+    def groups(self) -> tuple[tuple[int, ...], ...]:
+        """The groups themselves, by smallest byte (made when first asked: a lexer reads only
+        ``group_of`` and ``representatives`` of its terminals' partitions)."""
+        if self._groups is None:
+            buckets: list[list[int]] = [[] for _ in self.representatives]
+            for b, g in enumerate(self.group_of):
+                buckets[g].append(b)
+            self._groups = tuple([tuple(x) for x in buckets])
+        return self._groups
 
 
 _BYTE_GROUPS: dict[frozenset[int], _Partition] = {}
