@@ -17,7 +17,7 @@ a union's operands before its result), so the output does not depend on hash-map
 the same from run to run.
 """
 cimport cython
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t, uint32_t
 from libc.string cimport memcpy
 from libcpp.vector cimport vector
 from libcpp.algorithm cimport sort as cpp_sort
@@ -140,7 +140,7 @@ cdef extern from *:
 
     /* The scratch vectors of one level of a (recursive) union, reused from call to call. */
     struct GmUnionScratch {
-        std::vector<int32_t> ns, finals, olabs, elabs, opens, edges;
+        std::vector<int32_t> ns, finals, olabs, elabs, opens, edges, oslot, eslot;
         std::vector<std::vector<int32_t>> ows, ecs;
     };
 
@@ -166,7 +166,7 @@ cdef extern from *:
     cdef cppclass GmPair:
         int64_t a, b
     cdef cppclass GmUnionScratch:
-        vector[int32_t] ns, finals, olabs, elabs, opens, edges
+        vector[int32_t] ns, finals, olabs, elabs, opens, edges, oslot, eslot
         vector[vector[int32_t]] ows, ecs
 
 
@@ -204,7 +204,7 @@ cdef class Dag:
     # nodes
     cdef vector[int32_t] n_final, n_support, n_open_ptr, n_open, n_edge_ptr, n_edge
     cdef GmI64Map n0, n1, u_pair, u_prefix
-    cdef GmSeqMap n_index, u_many
+    cdef GmSeqMap n_index, u_many, wa_memo  # wa_memo: wunion_all by its distinct weights
     cdef vector[int32_t] key_scratch
     # scratch reused across calls (no allocation per union): wunion, wunion_all, prefix, and one
     # level per recursion depth of union / union_all
@@ -319,6 +319,9 @@ cdef class Dag:
             if wsp.size() == 1:
                 return wsp[0][0]
             return -1
+        w = self.wa_memo.get(wsp[0])
+        if w >= 0:
+            return w
         pairs.clear()
         out.clear()
         for k in range(wsp.size()):
@@ -337,7 +340,9 @@ cdef class Dag:
             else:
                 out.push_back(<int32_t>pairs[0][k].a)
                 out.push_back(<int32_t>pairs[0][k].b)
-        return self.weight_of(out[0])
+        w = self.weight_of(out[0])
+        self.wa_memo.put_new(wsp[0], w)
+        return w
 
     # ------------------------------------------------------------------ nodes
     cdef int32_t node(self, int32_t final, vector[int32_t]& opens, vector[int32_t]& edges) except -2:
@@ -542,8 +547,8 @@ cdef class Dag:
             n = ns[0][m]
             if self.n_final[n] >= 0:
                 S.finals.push_back(self.n_final[n])
-            _group_by_label(self.n_open, self.n_open_ptr[n], self.n_open_ptr[n + 1], S.olabs, S.ows)
-            _group_by_label(self.n_edge, self.n_edge_ptr[n], self.n_edge_ptr[n + 1], S.elabs, S.ecs)
+            _group_by_label(self.n_open, self.n_open_ptr[n], self.n_open_ptr[n + 1], S.olabs, S.ows, S.oslot)
+            _group_by_label(self.n_edge, self.n_edge_ptr[n], self.n_edge_ptr[n + 1], S.elabs, S.ecs, S.eslot)
         final = self.wunion_all(S.finals)
         S.opens.clear()
         for m in range(S.olabs.size()):
@@ -650,16 +655,29 @@ cdef class Dag:
 
 
 cdef void _group_by_label(vector[int32_t]& pairs, int32_t k0, int32_t k1, vector[int32_t]& labels,
-                          vector[vector[int32_t]]& groups) noexcept:
+                          vector[vector[int32_t]]& groups, vector[int32_t]& slot) noexcept:
     """Append the values of the flat (label, value) pairs ``pairs[k0:k1]`` to their label's group,
     labels in order of first appearance (a new label's group is cleared before use: the groups
-    are reused from call to call)."""
-    cdef int32_t k = k0, g
+    are reused from call to call). ``slot[label]`` remembers a label's group — a hint, trusted
+    only when that group holds the label, so it is never cleared (a many-way union of a large
+    grammar's nodes has hundreds of labels: no linear search per pair)."""
+    cdef int32_t k = k0, g, lab
     while k < k1:
-        g = _find(labels, pairs[k])
-        if g < 0:
-            g = <int32_t>labels.size()
-            labels.push_back(pairs[k])
+        lab = pairs[k]
+        if lab < 0:  # (labels are LR terminal ids, never negative: searched, not indexed)
+            g = 0
+            while <size_t>g < labels.size() and labels[g] != lab:
+                g += 1
+        else:
+            if <size_t>lab >= slot.size():
+                slot.resize(2 * <size_t>lab + 64, -1)
+            g = slot[lab]
+            if g < 0 or <size_t>g >= labels.size() or labels[g] != lab:
+                g = <int32_t>labels.size()
+        if <size_t>g == labels.size():
+            labels.push_back(lab)
+            if lab >= 0:
+                slot[lab] = g
             if groups.size() <= <size_t>g:
                 groups.resize(g + 1)
             groups[g].clear()
@@ -667,18 +685,23 @@ cdef void _group_by_label(vector[int32_t]& pairs, int32_t k0, int32_t k1, vector
         k += 2
 
 
-cdef inline int32_t _find(vector[int32_t]& labels, int32_t t) noexcept:
-    cdef size_t i
-    for i in range(labels.size()):
-        if labels[i] == t:
-            return <int32_t>i
-    return -1
-
-
 cdef void _sort_pairs(vector[int32_t]& flat) noexcept:
-    """Sort flat (label, value) pairs by label (labels are distinct; the lists are short)."""
+    """Sort flat (label, value) pairs by label (labels are distinct): insertion for the usual
+    few, one packed sort for the hundreds a many-way union of a large grammar's nodes has."""
     cdef size_t i, j
     cdef int32_t a, b
+    cdef vector[int64_t] packed
+    if flat.size() > 64:
+        packed.reserve(flat.size() // 2)
+        i = 0
+        while i < flat.size():
+            packed.push_back((<int64_t>flat[i]) << 32 | <uint32_t>flat[i + 1])
+            i += 2
+        cpp_sort(packed.begin(), packed.end())
+        for j in range(packed.size()):
+            flat[2 * j] = <int32_t>(packed[j] >> 32)
+            flat[2 * j + 1] = <int32_t>(packed[j] & 0xFFFFFFFF)
+        return
     i = 2
     while i < flat.size():
         a = flat[i]
