@@ -150,6 +150,11 @@ def load_schema(schema: Any) -> Any:
 
 _ptr_join = ptr_join
 
+# keywords _normalize applies itself (the others are the node's own, see _normalize_own)
+_APPLICATORS = frozenset({'$ref', '$dynamicRef', 'allOf', 'not', 'if', 'then', 'else', 'dependentRequired',
+                          'dependentSchemas', 'dependencies', 'unevaluatedProperties', 'unevaluatedItems'})
+_DEPENDENCY_KEYWORDS = frozenset({'dependentRequired', 'dependentSchemas', 'dependencies'})
+
 
 _canon = canonical_text  # schemas equal as the lowering sees them iff these texts are equal
 
@@ -279,7 +284,10 @@ class Lowerer:
             self.refs = SchemaRefs(root)
         except RefError as e:
             raise UnsupportedSchema(f"#: {e}") from None
+        self._doc_nodes = self.refs.node_paths  # (id -> path of every document node)
         self._punct: dict[str, str] = {}
+        self._commas: dict[int, list[str]] = {}
+        self._colon: list[str] | None = None
         self._nesting = 0
         self._validated: set[int] = set()
         self._normalized: dict[int, tuple[Any, Any]] = {}
@@ -334,14 +342,24 @@ class Lowerer:
         return self.newline(depth) if self.indent_mode else self.gap()
 
     def comma(self, depth: int) -> list[str]:
-        if self.indent_mode:
-            return [self.punct(',')] + self.newline(depth + 1)
-        return self.gap() + [self.punct(',')] + self.gap()
+        """The symbols between two members or items at `depth`: one list per depth, made (with
+        its terminals) on first use and then shared, as :meth:`colon`'s (callers concatenate it
+        into new alternatives and never change it)."""
+        got = self._commas.get(depth)
+        if got is None:
+            if self.indent_mode:
+                got = [self.punct(',')] + self.newline(depth + 1)
+            else:
+                got = self.gap() + [self.punct(',')] + self.gap()
+            self._commas[depth] = got
+        return got
 
     def colon(self) -> list[str]:
-        if self.indent_mode:
-            return [self.punct(': ')]
-        return self.gap() + [self.punct(':')] + self.gap()
+        """The symbols between a key and its value (shared, see :meth:`comma`)."""
+        got = self._colon
+        if got is None:
+            got = self._colon = [self.punct(': ')] if self.indent_mode else self.gap() + [self.punct(':')] + self.gap()
+        return got
 
     def empty_container(self, open_: str, close: str) -> list[str]:
         if self.indent_mode:
@@ -404,14 +422,12 @@ class Lowerer:
         orig = schema
         if self.refs.ref_overrides_siblings and isinstance(schema.get('$ref'), str):
             schema = {'$ref': schema['$ref']}
-        user = self.refs.in_document(orig)  # internal keywords are the lowering's own, never the user's
+        user = id(orig) in self._doc_nodes  # internal keywords are the lowering's own, never the user's
         if id(orig) not in self._well_formed:
             schema = {k: v for k, v in schema.items() if _malformed(k, v) is None and not (user and k in INTERNAL)}
         elif not INTERNAL.isdisjoint(schema):  # (a well-formed node is a document node: user)
             schema = {k: v for k, v in schema.items() if k not in INTERNAL}
-        applicators = ('$ref', '$dynamicRef', 'allOf', 'not', 'if', 'then', 'else', 'dependentRequired', 'dependentSchemas',
-                       'dependencies', 'unevaluatedProperties', 'unevaluatedItems')
-        own = self._normalize_own({k: v for k, v in schema.items() if k not in applicators}, ptr)
+        own = self._normalize_own({k: v for k, v in schema.items() if k not in _APPLICATORS}, ptr)
         parts: list[Any] = [own]
         if '$ref' in schema:
             r = self.resolve_ref(schema['$ref'], orig, _ptr_join(ptr, '$ref'))
@@ -429,7 +445,8 @@ class Lowerer:
             cond = schema['if']
             neg = self.negate(cond, _ptr_join(ptr, 'if'), depth + 1)
             parts.append({'anyOf': [_and(cond, schema.get('then', True)), _and(neg, schema.get('else', True))]})
-        parts += self._dependencies(schema, ptr)
+        if not _DEPENDENCY_KEYWORDS.isdisjoint(schema):
+            parts += self._dependencies(schema, ptr)
         out: Any = parts[0]
         for p in parts[1:]:
             out = self.merge(out, p, ptr)
@@ -507,7 +524,7 @@ class Lowerer:
         return all(self._evaluates_nothing(b, ptr, depth + 1) for b in n.get('anyOf', ()))
 
     def _normalize_own(self, s: dict, ptr: str) -> dict:
-        s = dict(s)
+        """`s` (a fresh dict of a node's own keywords, rewritten in place) in the lowering's terms."""
         # draft-4 boolean exclusive bounds
         for ex, base in (('exclusiveMinimum', 'minimum'), ('exclusiveMaximum', 'maximum')):
             if isinstance(s.get(ex), bool):
@@ -953,7 +970,7 @@ class Lowerer:
                 self.check_keywords(schema, ptr)
             return self.any_value(depth)
         # document nodes are memoized by identity; schemas built by merging, by content
-        key = ('id', id(schema), depth) if self.refs.in_document(schema) or isinstance(schema, bool) \
+        key = ('id', id(schema), depth) if id(schema) in self._doc_nodes or isinstance(schema, bool) \
             else ('canon', _canon(schema), depth)
         name = self.memo.get(key)
         if name is not None:
