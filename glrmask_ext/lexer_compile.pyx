@@ -889,3 +889,76 @@ def partition(tuple classes, high_groups):
             group_of[b] = n_labels
         reps.append(128)
     return tuple(group_of), tuple(reps)
+
+
+# ------------------------------------------------------------------ stepping a waiting pc
+cdef int _MID_K = -1
+cdef int _CLS_DEAD = -1, _CLS_FINAL = -2
+
+
+def configure_advance(int mid_kind, int dead, int final):
+    """Bind the MID kind and the class automaton's DEAD / FINAL results (the compiler's module)."""
+    global _MID_K, _CLS_DEAD, _CLS_FINAL
+    _MID_K = mid_kind
+    _CLS_DEAD = dead
+    _CLS_FINAL = final
+
+
+def advance(prog, Py_ssize_t pc, int byte):
+    """``glrmask.lexer.program.Program.advance`` (memoized in the same ``_advanced`` dict, MIDs
+    interned in the same ``_mid_ids``): the program's arrays read in C, the class's memoized
+    step read straight from its table. Every lane, atom and condition step of the lexer goes
+    through it."""
+    cdef dict memo = prog._advanced
+    cdef object key = (pc << 8) | byte
+    cdef object hit = memo.get(key)
+    if hit is not None:
+        return hit
+    cdef array.array kind = prog.kind
+    cdef array.array A = prog.a
+    cdef array.array B = prog.b
+    cdef array.array Cc = prog.c
+    cdef array.array D = prog.d
+    cdef Py_ssize_t n = Py_SIZE(kind)
+    if not 0 <= pc < n:
+        raise IndexError("pc out of range")
+    cdef int k = kind.data.as_uchars[pc]
+    cdef int cls = A.data.as_ints[pc]
+    cdef int cstate, nxt, r
+    if k == _CHAR_K:
+        cstate = 0
+        nxt = B.data.as_ints[pc]
+    else:
+        cstate = B.data.as_ints[pc]
+        nxt = Cc.data.as_ints[pc]
+    cdef object bc = prog.classes[cls]
+    cdef object got = (<dict>(<list>bc._trans)[cstate]).get(byte)
+    if got is None:
+        r = bc.step(cstate, byte)
+    else:
+        r = got
+    cdef object res
+    cdef object mkey, mid
+    if r == _CLS_DEAD:
+        res = -1
+    elif r == _CLS_FINAL:
+        res = nxt
+    else:
+        mkey = (cls, r, nxt)
+        mid = prog._mid_ids.get(mkey)
+        if mid is None:
+            array.resize_smart(kind, n + 1)
+            array.resize_smart(A, n + 1)
+            array.resize_smart(B, n + 1)
+            array.resize_smart(Cc, n + 1)
+            array.resize_smart(D, n + 1)
+            kind.data.as_uchars[n] = <unsigned char>_MID_K
+            A.data.as_ints[n] = cls
+            B.data.as_ints[n] = r
+            Cc.data.as_ints[n] = nxt
+            D.data.as_ints[n] = 0
+            mid = n
+            prog._mid_ids[mkey] = mid
+        res = mid
+    memo[key] = res
+    return res

@@ -1418,5 +1418,8 @@ else:
     _native.configure_shape((C.POSSESSIVE_REPEAT, C.ATOMIC_GROUP, C.GROUPREF_EXISTS,
                              C.AT_BOUNDARY, C.AT_NON_BOUNDARY),
                             (CHAR, SPLIT, REP_ENTER, REP_CHECK, LOOK, LB, BOUND))
+    _native.configure_advance(MID, CLS_DEAD, CLS_FINAL)
+    # the same memo and MID interning, in C (the lexer's every byte step goes through it)
+    Program.advance = _native.advance  # type: ignore[method-assign]
 
 _QUICK_PARSER_AGREES = _quick_parser_agrees()
