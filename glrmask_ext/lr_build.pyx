@@ -324,7 +324,7 @@ cdef class Automaton:
     cdef vector[int32_t] core_rule, core_next, rule_off, ro_off, ro_list
     cdef vector[uint64_t] first
     cdef vector[uint8_t] nullable
-    cdef vector[int32_t] beta_id
+    cdef vector[int32_t] beta_id, sym_set  # sym_set[x]: the pool id of FIRST(x) (-1: not yet)
     cdef vector[uint8_t] beta_null
     cdef _KeySet pool
     # closures of nonterminals (symbolic lookaheads), computed on first use
@@ -364,10 +364,13 @@ cdef class Automaton:
     # out), groups in first-appearance order: groups pg_first[b]:pg_first[b + 1] when computed
     # (pg_first[b] = -1 before); group g is symbol pg_sym[g], pre items pg_items[pg_lo[g]:pg_lo[g + 1]]
     # (indices into the nonterminal's closure list), and pg_t[g] the LR(0) state of its cores (-1)
-    cdef vector[int64_t] pg_first, pg_lo
+    cdef vector[int64_t] pg_first, pg_lo, pg_ilo  # pg_inh[pg_ilo[g]:pg_ilo[g + 1]]: the inheriting ones
+    cdef vector[int32_t] pg_inh
     cdef vector[int32_t] pg_sym, pg_items, pg_t, pg_n
-    cdef vector[int32_t] kg_pre, ordbuf, ordla
+    cdef vector[int32_t] kg_pre, ordbuf, ordla, pg_b, bs, src_head, src_tail, src_n, src_g, src_next
     cdef vector[int32_t] single_t  # per core: the LR(0) state whose kernel is that core alone (-1)
+    cdef vector[uint64_t] la_rows  # after lalr_from_lr0: kernel item j's lookahead, W words at j * W
+    cdef bint has_rows
     cdef _KeySet memo  # (group of pg_*, inherited lookahead id) -> memo_t: canonical successor states
     cdef vector[int32_t] memo_t
 
@@ -417,6 +420,7 @@ cdef class Automaton:
         self.lbuf.assign(self.W, 0)
         self.pool.intern(self.tmp.data(), self.W)  # the empty set is id 0
         self.beta_id.assign(self.n_cores, -1)
+        self.sym_set.assign(self.n_syms, -1)
         self.beta_null.assign(self.n_cores, 0)
         self.pre_off.assign(n_nt, -1)
         self.pre_len.assign(n_nt, 0)
@@ -432,6 +436,7 @@ cdef class Automaton:
         self.pg_first.assign(n_nt, -1)
         self.pg_n.assign(n_nt, 0)
         self.pg_lo.push_back(0)
+        self.pg_ilo.push_back(0)
         self.lr0_n = -1
         self._first_sets(rule_lhs)
 
@@ -447,13 +452,23 @@ cdef class Automaton:
 
     # ----------------------------------------------------------------------- FIRST sets
     cdef int _first_sets(self, const int32_t[::1] rule_lhs) except -1:
-        """Least fixed point of FIRST and nullable, rule by rule until nothing changes (as
-        :meth:`glrmask.lr.table._Builder._first_sets`)."""
-        cdef int64_t W = self.W, T = self.T, i, k, a, n, c
+        """Least fixed point of FIRST and nullable (the sets of
+        :meth:`glrmask.lr.table._Builder._first_sets`, which are unique).
+
+        Nullable first, rule by rule until nothing changes (one or two rounds for a normalized
+        grammar, whose only ε-rule is the start's). Then FIRST as a graph: a rule ``A -> X1 X2
+        ...`` puts the terminal ending its nullable prefix into FIRST(A) and an edge ``Xi -> A``
+        for each nonterminal of the prefix, and a work queue or's sets along the edges until
+        nothing grows. Re-sweeping all rules until nothing changed took one sweep per level of
+        nesting (a fifth of the table's set-up on large JSON Schemas)."""
+        cdef int64_t W = self.W, T = self.T, i, k, a, n, c, e, head = 0, tail, count
+        cdef int64_t n_nt = self.n_nt
         cdef bint changed = True, all_null
         cdef uint64_t* fa
         cdef uint64_t* fn
-        cdef uint64_t bit, old
+        cdef uint64_t bits, v
+        cdef vector[int32_t] e_src, e_dst, e_off, e_to, q
+        cdef vector[uint8_t] inq
         self.first.assign(self.n_nt * W, 0)
         self.nullable.assign(self.n_nt, 0)
         while changed:
@@ -461,33 +476,76 @@ cdef class Automaton:
             changed = False
             for i in range(self.n_rules):
                 a = rule_lhs[i]
-                fa = self.first.data() + a * W
+                if self.nullable[a]:
+                    continue
                 all_null = True
                 c = self.rule_off[i]
                 while self.core_next[c] >= 0:
                     n = self.core_next[c]
-                    if n < T:
-                        bit = (<uint64_t>1) << (n & 63)
-                        if not fa[n >> 6] & bit:
-                            fa[n >> 6] |= bit
-                            changed = True
-                        all_null = False
-                        break
-                    n -= T
-                    if n != a:
-                        fn = self.first.data() + n * W
-                        for k in range(W):
-                            old = fa[k]
-                            fa[k] = old | fn[k]
-                            if fa[k] != old:
-                                changed = True
-                    if not self.nullable[n]:
+                    if n < T or not self.nullable[n - T]:
                         all_null = False
                         break
                     c += 1
-                if all_null and not self.nullable[a]:
+                if all_null:
                     self.nullable[a] = 1
                     changed = True
+        for i in range(self.n_rules):
+            a = rule_lhs[i]
+            fa = self.first.data() + a * W
+            c = self.rule_off[i]
+            while self.core_next[c] >= 0:
+                n = self.core_next[c]
+                if n < T:
+                    fa[n >> 6] |= (<uint64_t>1) << (n & 63)
+                    break
+                n -= T
+                if n != a:
+                    e_src.push_back(<int32_t>n)
+                    e_dst.push_back(<int32_t>a)
+                if not self.nullable[n]:
+                    break
+                c += 1
+        e_off.assign(n_nt + 1, 0)
+        for e in range(<int64_t>e_src.size()):
+            e_off[e_src[e] + 1] += 1
+        for i in range(n_nt):
+            e_off[i + 1] += e_off[i]
+        e_to.assign(e_src.size(), 0)
+        q.assign(e_off.begin(), e_off.end() - 1)  # fill cursors
+        for e in range(<int64_t>e_src.size()):
+            e_to[q[e_src[e]]] = e_dst[e]
+            q[e_src[e]] += 1
+        self.check("LR table (FIRST sets)")
+        # the work queue: a ring over the nonterminals, each queued at most once at a time
+        for i in range(n_nt):
+            q[i] = <int32_t>i
+        inq.assign(n_nt, 1)
+        tail = 0
+        count = n_nt
+        while count:
+            n = q[head]
+            head += 1
+            if head == n_nt:
+                head = 0
+            count -= 1
+            inq[n] = 0
+            fn = self.first.data() + n * W
+            self._tick("LR table (FIRST sets)", 1 + e_off[n + 1] - e_off[n])
+            for e in range(e_off[n], e_off[n + 1]):
+                a = e_to[e]
+                fa = self.first.data() + a * W
+                bits = 0
+                for k in range(W):
+                    v = fn[k] & ~fa[k]
+                    bits |= v
+                    fa[k] |= v
+                if bits and not inq[a]:
+                    inq[a] = 1
+                    q[tail] = <int32_t>a
+                    tail += 1
+                    if tail == n_nt:
+                        tail = 0
+                    count += 1
         return 0
 
     cdef int _beta(self, int32_t c) except -1:
@@ -496,6 +554,26 @@ cdef class Automaton:
         cdef int64_t W = self.W, T = self.T, k = c + 1, n
         cdef uint64_t* f = self.tmp.data()
         cdef bint nul = True
+        cdef int32_t e
+        # the common suffixes without hashing: empty, a terminal first, a non-nullable
+        # nonterminal first (the sets are cached per symbol)
+        n = self.core_next[k]
+        if n < 0:
+            self.beta_id[c] = 0
+            self.beta_null[c] = True
+            return 0
+        if n < T or not self.nullable[n - T]:
+            e = self.sym_set[n]
+            if e < 0:
+                memset(f, 0, <size_t>W * 8)
+                if n < T:
+                    f[n >> 6] |= (<uint64_t>1) << (n & 63)
+                else:
+                    _or(f, self.first.data() + (n - T) * W, W)
+                e = self.sym_set[n] = self.pool.intern(f, W)
+            self.beta_id[c] = e
+            self.beta_null[c] = False
+            return 0
         memset(f, 0, <size_t>W * 8)
         while self.core_next[k] >= 0:
             n = self.core_next[k]
@@ -675,6 +753,8 @@ cdef class Automaton:
         self.check("LR table (item sets)")
         self.lalr = lalr
         self.explored = False
+        self.has_rows = False
+        self.la_rows.clear()
         self.k_off.clear()
         self.k_off.push_back(0)
         self.k_core.clear()
@@ -869,6 +949,8 @@ cdef class Automaton:
         cdef uint64_t h
         self.check("LR table (item sets)")
         self.explored = False
+        self.has_rows = False
+        self.la_rows.clear()
         self.lr0_n = -1
         self.pg_t.assign(self.pg_t.size(), -1)  # states of an earlier exploration
         self.single_t.assign(self.n_cores, -1)
@@ -925,6 +1007,7 @@ cdef class Automaton:
                 cnt.push_back(0)
                 self.pg_sym.push_back(<int32_t>x)
                 self.pg_t.push_back(-1)
+                self.pg_b.push_back(<int32_t>b)
             cnt[self.sym_idx[x]] += 1
         n_g = <int64_t>cnt.size()
         lo = <int64_t>self.pg_items.size()
@@ -941,6 +1024,11 @@ cdef class Automaton:
             g = self.sym_idx[x]
             self.pg_items[cnt[g]] = <int32_t>i
             cnt[g] += 1
+        for g in range(g0, g0 + n_g):
+            for i in range(self.pg_lo[g], self.pg_lo[g + 1]):
+                if self.pre_items[p + 2 * <int64_t>self.pg_items[i] + 1] & 1:
+                    self.pg_inh.push_back(self.pg_items[i])
+            self.pg_ilo.push_back(<int64_t>self.pg_inh.size())
         self.pg_first[b] = g0
         self.pg_n[b] = <int32_t>n_g
         return 0
@@ -976,38 +1064,162 @@ cdef class Automaton:
         successor states in the order of their symbols' first appearance in the closure (as
         :meth:`explore`). -1 when more than ``limit`` states would be needed.
 
-        A state whose kernel has one item before a nonterminal ``b`` (and no item at the start of
-        its rule) has the closure "kernel, then ``b``'s closure items", so its successors are the
-        kernel's symbol groups (each with ``b``'s items of that symbol appended), then ``b``'s
-        other groups, whose cores, hence states, are the same in every such state: those are
-        looked up once per group of ``b`` (``pg_t``) instead of per state. Most large states of
-        JSON Schema grammars are of this kind."""
-        cdef int64_t T = self.T, lo = self.k_off[s], hi = self.k_off[s + 1], j, x, b = -1, nb = 0
-        cdef int64_t i, g, gi, n_grp, n_items, pg0, pg1, pb, q, tlo = <int64_t>self.tr.size()
+        Without closing the state: when no kernel item is at the start of its rule, the closure
+        is the kernel, then the closure items of each nonterminal ``b1, b2, ...`` after a kernel
+        dot (first-appearance order) not listed before. So the successors, by first appearance,
+        are the kernel's symbol groups, then ``b1``'s groups (``pg_*``) of new symbols, then
+        ``b2``'s, ...; a group's items are the kernel's, then ``b1``'s, then ``b2``'s not yet
+        present. A group that only one ``b`` contributes to has the same cores, hence the same
+        state, in every state: it is looked up once per group of ``b`` (``pg_t``). Most groups of
+        the large JSON Schema grammars are of that kind."""
+        cdef int64_t T = self.T, lo = self.k_off[s], hi = self.k_off[s + 1], j, x, b
+        cdef int64_t i, g, gi, n_grp, pb, q, r, tlo = <int64_t>self.tr.size(), n_b
         cdef int32_t c, t
         for j in range(lo, hi):
             c = self.k_core[j]
             if c == self.rule_off[self.core_rule[c]]:
-                nb = 2  # an item at the start of its rule: the closure may hold it again
-                break
-            x = self.core_next[c]
-            if x >= T:
-                nb += 1
-                b = x - T
-        if nb == 1:
+                # an item at the start of its rule (the start state): the closure may hold it again
+                self._closure_cores(s)
+                return self._lr0_groups_of_closure(s, limit)
+        # the distinct nonterminals after a kernel dot, in first-appearance order
+        self.sgen += 1
+        if self.sgen == 0:
+            self.sym_stamp.assign(self.sym_stamp.size(), 0)
+            self.sgen = 1
+        self.bs.clear()
+        for j in range(lo, hi):
+            x = self.core_next[self.k_core[j]]
+            if x >= T and self.sym_stamp[x] != self.sgen:
+                self.sym_stamp[x] = self.sgen
+                self.bs.push_back(<int32_t>(x - T))
+        n_b = <int64_t>self.bs.size()
+        for i in range(n_b):
+            b = self.bs[i]
             if self.pre_off[b] < 0:
                 self._pre_of(b)
             if self.pg_first[b] < 0:
                 self._pre_groups(b)
-            pg0 = self.pg_first[b]
-            pg1 = pg0 + self.pg_n[b]
-            n_items = hi - lo
-            self._tick("LR table (item sets)", n_items + pg1 - pg0)
-        else:
-            self._closure_cores(s)
-            n_items = <int64_t>self.ccores.size()
-            self._tick("LR table (item sets)", n_items)
-        # the groups of the kernel (fast path) or of the whole closure, by first appearance
+        # the kernel's groups, then each b's groups of new symbols (sources: linked lists)
+        self.sgen += 1
+        if self.sgen == 0:
+            self.sym_stamp.assign(self.sym_stamp.size(), 0)
+            self.sgen = 1
+        self.sym_order.clear()
+        self.grp_off.clear()
+        for j in range(lo, hi):
+            x = self.core_next[self.k_core[j]]
+            if x < 0:
+                continue
+            if self.sym_stamp[x] != self.sgen:
+                self.sym_stamp[x] = self.sgen
+                self.sym_idx[x] = <int32_t>self.sym_order.size()
+                self.sym_order.push_back(<int32_t>x)
+                self.grp_off.push_back(0)
+            self.grp_off[self.sym_idx[x]] += 1
+        n_grp = <int64_t>self.sym_order.size()  # the kernel's groups
+        self.grp_off.push_back(0)
+        j = 0
+        for g in range(n_grp + 1):
+            x = self.grp_off[g]
+            self.grp_off[g] = <int32_t>j
+            j += x
+        self.grp_cur.assign(self.grp_off.begin(), self.grp_off.end())
+        self.grp_items.assign(j, 0)
+        for j in range(lo, hi):
+            x = self.core_next[self.k_core[j]]
+            if x < 0:
+                continue
+            g = self.sym_idx[x]
+            self.grp_items[self.grp_cur[g]] = self.k_core[j]
+            self.grp_cur[g] += 1
+        self.src_head.assign(n_grp, -1)
+        self.src_tail.assign(n_grp, -1)
+        self.src_n.assign(n_grp, 0)
+        self.src_g.clear()
+        self.src_next.clear()
+        q = 0
+        for i in range(n_b):
+            b = self.bs[i]
+            for g in range(self.pg_first[b], self.pg_first[b] + self.pg_n[b]):
+                x = self.pg_sym[g]
+                q += 1
+                if self.sym_stamp[x] != self.sgen:
+                    self.sym_stamp[x] = self.sgen
+                    self.sym_idx[x] = <int32_t>self.sym_order.size()
+                    self.sym_order.push_back(<int32_t>x)
+                    self.src_head.push_back(-1)
+                    self.src_tail.push_back(-1)
+                    self.src_n.push_back(0)
+                gi = self.sym_idx[x]
+                r = <int64_t>self.src_g.size()
+                self.src_g.push_back(<int32_t>g)
+                self.src_next.push_back(-1)
+                if self.src_tail[gi] < 0:
+                    self.src_head[gi] = <int32_t>r
+                else:
+                    self.src_next[self.src_tail[gi]] = <int32_t>r
+                self.src_tail[gi] = <int32_t>r
+                self.src_n[gi] += 1
+        self._tick("LR table (item sets)", hi - lo + q)
+        for gi in range(<int64_t>self.sym_order.size()):
+            r = self.src_head[gi]
+            if gi >= n_grp and self.src_n[gi] == 1:  # one b's group alone: the same state everywhere
+                g = self.src_g[r]
+                t = self.pg_t[g]
+                if t < 0:
+                    self.ordbuf.clear()
+                    self._pg_cores(g)
+                    t = self._lr0_target(limit)
+                    if t < 0:
+                        return -1
+                    self.pg_t[g] = t
+            else:
+                self.ordbuf.clear()
+                if gi < n_grp:
+                    for i in range(self.grp_off[gi], self.grp_off[gi + 1]):
+                        self.ordbuf.push_back(self.grp_items[i] + 1)
+                if self.src_n[gi] > 1:  # items of several b's: each core once, first place
+                    self.cgen += 1
+                    if self.cgen == 0:
+                        self.cstamp.assign(self.cstamp.size(), 0)
+                        self.cgen = 1
+                while r >= 0:
+                    if self.src_n[gi] > 1:
+                        self._pg_cores_new(self.src_g[r])
+                    else:
+                        self._pg_cores(self.src_g[r])
+                    r = self.src_next[r]
+                t = self._lr0_target(limit)
+                if t < 0:
+                    return -1
+            self.tr.push_back((<uint64_t>self.sym_order[gi]) << 32 | <uint64_t>t)
+        sort(self.tr.begin() + tlo, self.tr.end())
+        self.tr_off.push_back(<int64_t>self.tr.size())
+        return 0
+
+    cdef inline void _pg_cores(self, int64_t g) noexcept:
+        """Append the shifted cores of group ``g`` (of ``pg_*``) to ``ordbuf``."""
+        cdef int64_t i, pb = self.pre_off[self.pg_b[g]]
+        for i in range(self.pg_lo[g], self.pg_lo[g + 1]):
+            self.ordbuf.push_back(self.pre_items[pb + 2 * <int64_t>self.pg_items[i]] + 1)
+
+    cdef inline void _pg_cores_new(self, int64_t g) noexcept:
+        """:meth:`_pg_cores` skipping cores stamped in this generation of ``cstamp`` (and
+        stamping the others)."""
+        cdef int64_t i, pb = self.pre_off[self.pg_b[g]]
+        cdef int32_t c
+        for i in range(self.pg_lo[g], self.pg_lo[g + 1]):
+            c = self.pre_items[pb + 2 * <int64_t>self.pg_items[i]] + 1
+            if self.cstamp[c] != self.cgen:
+                self.cstamp[c] = self.cgen
+                self.ordbuf.push_back(c)
+
+    cdef int _lr0_groups_of_closure(self, int64_t s, int64_t limit) except -2:
+        """:meth:`_lr0_step` for a state closed into ``ccores``: group by symbol, look up."""
+        cdef int64_t i, g, gi, n_items = <int64_t>self.ccores.size(), n_grp, x, j
+        cdef int64_t tlo = <int64_t>self.tr.size()
+        cdef int32_t c, t
+        self._tick("LR table (item sets)", n_items)
         self.sgen += 1
         if self.sgen == 0:
             self.sym_stamp.assign(self.sym_stamp.size(), 0)
@@ -1015,11 +1227,7 @@ cdef class Automaton:
         self.sym_order.clear()
         self.grp_off.clear()
         for i in range(n_items):
-            if nb == 1:
-                c = self.k_core[lo + i]
-            else:
-                c = self.ccores[i]
-            x = self.core_next[c]
+            x = self.core_next[self.ccores[i]]
             if x < 0:
                 continue
             if self.sym_stamp[x] != self.sgen:
@@ -1038,54 +1246,24 @@ cdef class Automaton:
         self.grp_cur.assign(self.grp_off.begin(), self.grp_off.end())
         self.grp_items.assign(j, 0)
         for i in range(n_items):
-            if nb == 1:
-                c = self.k_core[lo + i]
-            else:
-                c = self.ccores[i]
+            c = self.ccores[i]
             x = self.core_next[c]
             if x < 0:
                 continue
             g = self.sym_idx[x]
-            self.grp_items[self.grp_cur[g]] = <int32_t>c
+            self.grp_items[self.grp_cur[g]] = c
             self.grp_cur[g] += 1
-        self.kg_pre.assign(n_grp, -1)
-        if nb == 1:  # b's groups of the kernel's symbols join them
-            for g in range(pg0, pg1):
-                x = self.pg_sym[g]
-                if self.sym_stamp[x] == self.sgen:
-                    self.kg_pre[self.sym_idx[x]] = <int32_t>g
-            pb = self.pre_off[b]
         for g in range(n_grp):
             self.ordbuf.clear()
             for gi in range(self.grp_off[g], self.grp_off[g + 1]):
                 self.ordbuf.push_back(self.grp_items[gi] + 1)
-            q = self.kg_pre[g]
-            if q >= 0:
-                for i in range(self.pg_lo[q], self.pg_lo[q + 1]):
-                    self.ordbuf.push_back(self.pre_items[pb + 2 * <int64_t>self.pg_items[i]] + 1)
             t = self._lr0_target(limit)
             if t < 0:
                 return -1
             self.tr.push_back((<uint64_t>self.sym_order[g]) << 32 | <uint64_t>t)
-        if nb == 1:  # b's other groups: the same state wherever b's closure is the whole closure
-            for g in range(pg0, pg1):
-                x = self.pg_sym[g]
-                if self.sym_stamp[x] == self.sgen:
-                    continue
-                t = self.pg_t[g]
-                if t < 0:
-                    self.ordbuf.clear()
-                    for i in range(self.pg_lo[g], self.pg_lo[g + 1]):
-                        self.ordbuf.push_back(self.pre_items[pb + 2 * <int64_t>self.pg_items[i]] + 1)
-                    t = self._lr0_target(limit)
-                    if t < 0:
-                        return -1
-                    self.pg_t[g] = t
-                self.tr.push_back((<uint64_t>x) << 32 | <uint64_t>t)
         sort(self.tr.begin() + tlo, self.tr.end())
         self.tr_off.push_back(<int64_t>self.tr.size())
         return 0
-
 
     cdef int32_t _lr1_target(self, int64_t limit) except -2:
         """The canonical state whose kernel is ``ordbuf`` (cores) with lookaheads ``ordla`` (pool
@@ -1126,8 +1304,9 @@ cdef class Automaton:
 
     cdef int _lr1_step(self, int64_t s, int64_t limit) except -2:
         """Visit canonical state ``s`` without its closure when every kernel item before a
-        nonterminal is before the same ``b``, no kernel item is at the start of its rule and
-        ``b``'s closure has no complete item; 0 (nothing done) otherwise, -1 past ``limit``.
+        nonterminal is before the same ``b`` (or none is), no kernel item is at the start of its
+        rule and ``b``'s closure has no complete item; 0 (nothing done) otherwise, -1 past
+        ``limit``.
 
         Then the closure is the kernel followed by ``b``'s closure items, each with lookahead
         ``spontaneous | (L if inherits)`` for ``L`` the union of what the kernel items pass on, so
@@ -1152,41 +1331,42 @@ cdef class Automaton:
                 if b >= 0 and x - T != b:
                     return 0
                 b = x - T
-        if b < 0:
-            return 0  # no closure items: the closure path is as cheap
-        if self.pre_off[b] < 0:
-            self._pre_of(b)
-        f = self.pre_cmpl[b]
-        if f < 0:
-            f = 0
-            p = self.pre_off[b]
-            phi = p + 2 * <int64_t>self.pre_len[b]
-            while p < phi:
-                if self.core_next[self.pre_items[p]] < 0:
-                    f = 1
-                    break
-                p += 2
-            self.pre_cmpl[b] = f
-        if f:
-            return 0
-        if self.pg_first[b] < 0:
-            self._pre_groups(b)
-        pg0 = self.pg_first[b]
-        pg1 = pg0 + self.pg_n[b]
-        pb = self.pre_off[b]
+        pg0 = pg1 = pb = 0
+        l_id = 0
+        if b >= 0:
+            if self.pre_off[b] < 0:
+                self._pre_of(b)
+            f = self.pre_cmpl[b]
+            if f < 0:
+                f = 0
+                p = self.pre_off[b]
+                phi = p + 2 * <int64_t>self.pre_len[b]
+                while p < phi:
+                    if self.core_next[self.pre_items[p]] < 0:
+                        f = 1
+                        break
+                    p += 2
+                self.pre_cmpl[b] = f
+            if f:
+                return 0
+            if self.pg_first[b] < 0:
+                self._pre_groups(b)
+            pg0 = self.pg_first[b]
+            pg1 = pg0 + self.pg_n[b]
+            pb = self.pre_off[b]
+            # L: what the kernel items before b pass on to b's closure items
+            memset(L, 0, <size_t>W * 8)
+            for j in range(lo, hi):
+                c = self.k_core[j]
+                if self.core_next[c] < T:
+                    continue
+                if self.beta_id[c] < 0:
+                    self._beta(c)
+                _or(L, self.pool.key(self.beta_id[c]), W)
+                if self.beta_null[c] and self.k_la[j]:
+                    _or(L, self.pool.key(self.k_la[j]), W)
+            l_id = self.pool.intern(L, W)
         self._tick("LR table (item sets)", hi - lo + pg1 - pg0)
-        # L: what the kernel items before b pass on to b's closure items
-        memset(L, 0, <size_t>W * 8)
-        for j in range(lo, hi):
-            c = self.k_core[j]
-            if self.core_next[c] < T:
-                continue
-            if self.beta_id[c] < 0:
-                self._beta(c)
-            _or(L, self.pool.key(self.beta_id[c]), W)
-            if self.beta_null[c] and self.k_la[j]:
-                _or(L, self.pool.key(self.k_la[j]), W)
-        l_id = self.pool.intern(L, W)
         # the kernel's groups, by first appearance
         self.sgen += 1
         if self.sgen == 0:
@@ -1283,7 +1463,10 @@ cdef class Automaton:
         closure gives every successor kernel item a *spontaneous* set (the closure items'
         FIRST-derived lookaheads) and *propagation* edges (from the kernel item to the successor
         items that inherit its lookahead: its own shifted item, and closure items reached through
-        nullable suffixes). The fixed point then or's bitsets along edges, without the GIL."""
+        nullable suffixes). A closure group whose successor is the state of its cores alone
+        (``pg_t``) gives each of its many predecessors the same spontaneous sets: they are or'ed
+        in once, and only the inheriting items are visited per predecessor. The fixed point then
+        or's bitsets along edges, without the GIL."""
         cdef int64_t W = self.W, T = self.T, n, K, s, k, j, p, phi, b, x, y, d, e, i, w
         cdef int64_t head, tail, count, steps
         cdef int32_t c, c2, code, sm, bf, t
@@ -1291,7 +1474,8 @@ cdef class Automaton:
         cdef uint64_t bits, v
         cdef vector[uint64_t] la
         cdef vector[int32_t] e_src, e_dst, e_off, e_to, q
-        cdef vector[uint8_t] inq
+        cdef vector[uint8_t] inq, g_done
+        cdef int64_t pb, g
         cdef uint64_t* L
         cdef uint64_t* sp
         cdef uint64_t* dp
@@ -1318,11 +1502,21 @@ cdef class Automaton:
         self.rd_off.push_back(0)
         self.rd.clear()
         la.assign(K * W, 0)
+        g_done.assign(self.pg_t.size(), 0)
         for s in range(n):
+            for j in range(self.k_off[s], self.k_off[s + 1]):  # (first: they use sym_idx)
+                x = self.core_next[self.k_core[j]]
+                if x >= T:
+                    if self.pre_off[x - T] < 0:
+                        self._pre_of(x - T)
+                    if self.pg_first[x - T] < 0:
+                        self._pre_groups(x - T)
             # the successor kernels' positions by core (a core determines the symbol before its
-            # dot, so the successors of one state have disjoint cores)
+            # dot, so the successors of one state have disjoint cores), and targets by symbol
+            # (every symbol after a dot in the closure has one)
             for k in range(self.tr_off[s], self.tr_off[s + 1]):
                 t = <int32_t>(self.tr[k] & 0xffffffffULL)
+                self.sym_idx[<int64_t>(self.tr[k] >> 32)] = t
                 for j in range(self.k_off[t], self.k_off[t + 1]):
                     self.kpos[self.k_core[j]] = <int32_t>j
             for j in range(self.k_off[s], self.k_off[s + 1]):
@@ -1341,27 +1535,42 @@ cdef class Automaton:
                     self._beta(c)
                 bf = self.beta_id[c]
                 bn = self.beta_null[c]
-                self._tick("LR table (lookaheads)", self.pre_len[b])
-                p = self.pre_off[b]
-                phi = p + 2 * <int64_t>self.pre_len[b]
-                while p < phi:
-                    c2 = self.pre_items[p]
-                    code = self.pre_items[p + 1]
-                    p += 2
-                    y = self.core_next[c2]
-                    if y < 0:
+                if <int64_t>g_done.size() < <int64_t>self.pg_t.size():
+                    g_done.resize(self.pg_t.size(), 0)
+                pb = self.pre_off[b]
+                # b's closure items by group: a group whose target is the state of its cores
+                # alone gives every predecessor the same spontaneous sets, or'ed in once
+                for g in range(self.pg_first[b], self.pg_first[b] + self.pg_n[b]):
+                    t = self.sym_idx[self.pg_sym[g]]
+                    if t == self.pg_t[g] and g_done[g]:
+                        self._tick("LR table (lookaheads)", self.pg_ilo[g + 1] - self.pg_ilo[g])
+                        for i in range(self.pg_ilo[g], self.pg_ilo[g + 1]):
+                            p = pb + 2 * <int64_t>self.pg_inh[i]
+                            d = self.kpos[self.pre_items[p] + 1]
+                            if bf:
+                                _or(la.data() + d * W, self.pool.key(bf), W)
+                            if bn:
+                                e_src.push_back(<int32_t>j)
+                                e_dst.push_back(<int32_t>d)
                         continue
-                    d = self.kpos[c2 + 1]
-                    L = la.data() + d * W
-                    sm = code >> 1
-                    if sm:
-                        _or(L, self.pool.key(sm), W)
-                    if code & 1:
-                        if bf:
-                            _or(L, self.pool.key(bf), W)
-                        if bn:
-                            e_src.push_back(<int32_t>j)
-                            e_dst.push_back(<int32_t>d)
+                    if t == self.pg_t[g]:
+                        g_done[g] = 1
+                    self._tick("LR table (lookaheads)", self.pg_lo[g + 1] - self.pg_lo[g])
+                    for i in range(self.pg_lo[g], self.pg_lo[g + 1]):
+                        p = pb + 2 * <int64_t>self.pg_items[i]
+                        c2 = self.pre_items[p]
+                        code = self.pre_items[p + 1]
+                        d = self.kpos[c2 + 1]
+                        L = la.data() + d * W
+                        sm = code >> 1
+                        if sm:
+                            _or(L, self.pool.key(sm), W)
+                        if code & 1:
+                            if bf:
+                                _or(L, self.pool.key(bf), W)
+                            if bn:
+                                e_src.push_back(<int32_t>j)
+                                e_dst.push_back(<int32_t>d)
         # the edges by source (counting sort), then a work queue over the items, a ring of K
         # slots (an item is queued at most once at a time)
         e_off.assign(K + 1, 0)
@@ -1417,10 +1626,22 @@ cdef class Automaton:
                                 tail = 0
                             count += 1
             self._tick("LR table (lookaheads)", steps)
-        for j in range(K):
-            self.k_la[j] = self.pool.intern(L + j * W, W)
+        # the lookaheads stay rows (tables() reads a kernel's reduces from them); only the
+        # states whose reduces need a closure have them interned (_intern_kernel)
+        self.k_la.assign(K, -1)
+        self.la_rows.swap(la)
+        self.has_rows = True
         self.lalr = True
         self.explored = True
+
+    cdef int _intern_kernel(self, int64_t s) except -1:
+        """Intern the lookahead rows of state ``s``'s kernel items into ``k_la`` (after
+        :meth:`lalr_from_lr0`, which leaves them as rows)."""
+        cdef int64_t j
+        for j in range(self.k_off[s], self.k_off[s + 1]):
+            if self.k_la[j] < 0:
+                self.k_la[j] = self.pool.intern(self.la_rows.data() + j * self.W, self.W)
+        return 0
 
     cdef bint _closure_reduces(self, int64_t s) except -1:
         """Whether state ``s``'s closure adds a complete item (an ε-rule's) to its kernel, so
@@ -1463,7 +1684,10 @@ cdef class Automaton:
             r = self.core_rule[c]
             if r == 0:
                 continue
-            row = self.pool.key(self.k_la[j])
+            if self.has_rows:
+                row = self.la_rows.data() + j * W
+            else:
+                row = self.pool.key(self.k_la[j])
             for k in range(W):
                 w = row[k]
                 while w:
@@ -1523,6 +1747,8 @@ cdef class Automaton:
         if self.lalr and <int64_t>self.rd_off.size() == 1:
             for s in range(n):
                 if self._closure_reduces(s):
+                    if self.has_rows:
+                        self._intern_kernel(s)
                     self._closure(s)
                     self._tick("LR table (rows)", <int64_t>self.clo.core.size())
                     self._record_reduces()
