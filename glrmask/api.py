@@ -162,7 +162,7 @@ class Mask:
             else:  # a worker process: the compile never competes with decoding for the GIL
                 from .background_compile import BackgroundCompile
 
-                self._background = BackgroundCompile(self, grammar.to_json(), vocab, limits, cache_dir,
+                self._background = BackgroundCompile(self, grammar, vocab, limits, cache_dir,
                                                      Mask._adopt_static, Mask._static_failed)
 
     def _init_common(self, vocab: Vocab, source_grammar: Grammar, grammar: Grammar, mode: str) -> None:
