@@ -83,12 +83,12 @@ def test_random_class_sets_group_bytes_by_definition(case):
 @settings(max_examples=150, deadline=None)
 @given(class_sets)
 def test_without_the_extension_the_python_sweep_groups_bytes_by_definition(case):
-    native = program_module._native_groups
-    program_module._native_groups = None
+    native, native_compile = program_module._native_groups, program_module._native
+    program_module._native_groups = program_module._native = None  # (native partitions too)
     try:
         check_random_class_set(*case)
     finally:
-        program_module._native_groups = native
+        program_module._native_groups, program_module._native = native, native_compile
         program_module._BYTE_GROUPS.clear()
 
 

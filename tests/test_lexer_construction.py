@@ -189,6 +189,18 @@ def test_sample_programs_equal_the_reference_compile(sample):
         assert compile_all(terminals, True) == reference  # terminals from the cache
 
 
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "grammars").glob("*.lark")),
+                         ids=lambda p: p.name)
+def test_shipped_grammar_programs_equal_the_reference_compile(path):
+    from glrmask.grammar.loader import load_grammar
+
+    terminals = [(t.name, t.pattern) for t in normalize(load_grammar(str(path))).terminals.values()]
+    reference = compile_all(terminals, False)
+    clear_terminal_cache()
+    assert compile_all(terminals, True) == reference
+    assert compile_all(terminals, True) == reference
+
+
 def test_the_lexer_builds_the_reference_program(sample):
     terminals = max(sample, key=len)
     lx = Lexer(terminals)

@@ -118,6 +118,16 @@ class Program:
         self._node_cids: dict[tuple, int] = {}
         self._ascii_cids = array("i", [-1]) * (8 * 128)
 
+    def __getstate__(self) -> dict:
+        """Pickled without the class-id memos of the native compile: their keys hold ``re``'s
+        op constants, which do not unpickle, and they are only a cache (a program pickled
+        mid-compile is not a use case; one unpickled compiles its next terminals with fresh
+        memos, to the same ids)."""
+        state = self.__dict__.copy()
+        state["_node_cids"] = {}
+        state["_ascii_cids"] = array("i", [-1]) * (8 * 128)
+        return state
+
     # -- node construction -------------------------------------------------------------------
     def _new(self, kind: int, a: int = 0, b: int = 0, c: int = 0, d: int = 0) -> int:
         if len(self.kind) >= self.max_nodes:
@@ -1419,6 +1429,10 @@ else:
                              C.AT_BOUNDARY, C.AT_NON_BOUNDARY),
                             (CHAR, SPLIT, REP_ENTER, REP_CHECK, LOOK, LB, BOUND))
     _native.configure_advance(MID, CLS_DEAD, CLS_FINAL)
+
+_python_advance = Program.advance
+"""The Python :meth:`Program.advance` (the reference the native one is tested against)."""
+if _native is not None:
     # the same memo and MID interning, in C (the lexer's every byte step goes through it)
     Program.advance = _native.advance  # type: ignore[method-assign]
 
