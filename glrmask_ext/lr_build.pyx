@@ -80,11 +80,27 @@ cdef inline uint64_t _mix(uint64_t h) noexcept nogil:
 
 
 cdef inline uint64_t _hash_words(const uint64_t* p, int64_t n) noexcept nogil:
+    """Four independent lanes over long keys (a row signature can be hundreds of words; one
+    chain of dependent multiplies was most of the row merging), one over short ones."""
     cdef uint64_t h = 0x243f6a8885a308d3ULL ^ <uint64_t>n
-    cdef int64_t i
-    for i in range(n):
+    cdef uint64_t h1 = 0x13198a2e03707344ULL, h2 = 0xa4093822299f31d0ULL, h3 = 0x082efa98ec4e6c89ULL
+    cdef int64_t i = 0
+    if n >= 8:
+        while i + 4 <= n:
+            h = (h ^ p[i]) * 0x9e3779b97f4a7c15ULL
+            h1 = (h1 ^ p[i + 1]) * 0xc2b2ae3d27d4eb4fULL
+            h2 = (h2 ^ p[i + 2]) * 0x165667b19e3779f9ULL
+            h3 = (h3 ^ p[i + 3]) * 0x85ebca77c2b2ae63ULL
+            h ^= h >> 29
+            h1 ^= h1 >> 31
+            h2 ^= h2 >> 27
+            h3 ^= h3 >> 33
+            i += 4
+        h ^= _mix(h1) + 3 * _mix(h2) + 5 * _mix(h3)
+    while i < n:
         h = (h ^ p[i]) * 0x9e3779b97f4a7c15ULL
         h ^= h >> 29
+        i += 1
     return _mix(h)
 
 
@@ -324,6 +340,7 @@ cdef class Automaton:
     cdef vector[int32_t] core_rule, core_next, rule_off, ro_off, ro_list
     cdef vector[uint64_t] first
     cdef vector[uint8_t] nullable
+    cdef vector[uint8_t] dot0  # per core: at the start of its rule
     cdef vector[int32_t] beta_id, sym_set  # sym_set[x]: the pool id of FIRST(x) (-1: not yet)
     cdef vector[uint8_t] beta_null
     cdef _KeySet pool
@@ -373,6 +390,9 @@ cdef class Automaton:
     cdef bint has_rows
     cdef _KeySet memo  # (group of pg_*, inherited lookahead id) -> memo_t: canonical successor states
     cdef vector[int32_t] memo_t
+    cdef _KeySet lr0_memo  # sorted groups of pg_* -> lr0_memo_t: the LR(0) state of their union
+    cdef vector[int32_t] lr0_memo_t
+    cdef vector[uint64_t] mkey
 
     def __cinit__(self, const int32_t[::1] rule_lhs not None, const int32_t[::1] rhs_off not None,
                   const int32_t[::1] rhs not None, int64_t T, int64_t n_nt, int64_t max_closure_items,
@@ -403,6 +423,9 @@ cdef class Automaton:
                 else:
                     self.core_next.push_back(-1)
         self.n_cores = <int64_t>self.core_rule.size()
+        self.dot0.assign(self.n_cores, 0)
+        for i in range(self.n_rules):
+            self.dot0[self.rule_off[i]] = 1
         # rules by left-hand side, in rule order
         self.ro_off.assign(n_nt + 1, 0)
         for i in range(self.n_rules):
@@ -428,6 +451,7 @@ cdef class Automaton:
         self.clo = _Items(self.n_cores, self.W)
         self.index = _KeySet()
         self.memo = _KeySet()
+        self.lr0_memo = _KeySet()
         self.sym_stamp.assign(self.n_syms, 0)
         self.sym_idx.assign(self.n_syms, 0)
         self.kpos.assign(self.n_cores, 0)
@@ -954,6 +978,8 @@ cdef class Automaton:
         self.lr0_n = -1
         self.pg_t.assign(self.pg_t.size(), -1)  # states of an earlier exploration
         self.single_t.assign(self.n_cores, -1)
+        self.lr0_memo.reset(1024)
+        self.lr0_memo_t.clear()
         self.k_off.clear()
         self.k_off.push_back(0)
         self.k_core.clear()
@@ -1070,14 +1096,15 @@ cdef class Automaton:
         are the kernel's symbol groups, then ``b1``'s groups (``pg_*``) of new symbols, then
         ``b2``'s, ...; a group's items are the kernel's, then ``b1``'s, then ``b2``'s not yet
         present. A group that only one ``b`` contributes to has the same cores, hence the same
-        state, in every state: it is looked up once per group of ``b`` (``pg_t``). Most groups of
-        the large JSON Schema grammars are of that kind."""
+        state, in every state: it is looked up once per group of ``b`` (``pg_t``), and one that
+        several ``b``'s groups make up once per set of those groups (``lr0_memo``). Most groups of
+        the large JSON Schema grammars are of these kinds."""
         cdef int64_t T = self.T, lo = self.k_off[s], hi = self.k_off[s + 1], j, x, b
         cdef int64_t i, g, gi, n_grp, pb, q, r, tlo = <int64_t>self.tr.size(), n_b
-        cdef int32_t c, t
+        cdef int32_t c, t, e
+        cdef uint64_t h = 0
         for j in range(lo, hi):
-            c = self.k_core[j]
-            if c == self.rule_off[self.core_rule[c]]:
+            if self.dot0[self.k_core[j]]:
                 # an item at the start of its rule (the start state): the closure may hold it again
                 self._closure_cores(s)
                 return self._lr0_groups_of_closure(s, limit)
@@ -1174,6 +1201,19 @@ cdef class Automaton:
                         return -1
                     self.pg_t[g] = t
             else:
+                e = -1
+                if gi >= n_grp:  # several b's groups alone: the state of that set of groups
+                    self.mkey.clear()
+                    while r >= 0:
+                        self.mkey.push_back(<uint64_t>self.src_g[r])
+                        r = self.src_next[r]
+                    sort(self.mkey.begin(), self.mkey.end())
+                    h = _hash_words(self.mkey.data(), <int64_t>self.mkey.size())
+                    e = self.lr0_memo.find(self.mkey.data(), <int64_t>self.mkey.size(), h)
+                    if e >= 0:
+                        self.tr.push_back((<uint64_t>self.sym_order[gi]) << 32 | <uint64_t>self.lr0_memo_t[e])
+                        continue
+                    r = self.src_head[gi]
                 self.ordbuf.clear()
                 if gi < n_grp:
                     for i in range(self.grp_off[gi], self.grp_off[gi + 1]):
@@ -1192,6 +1232,10 @@ cdef class Automaton:
                 t = self._lr0_target(limit)
                 if t < 0:
                     return -1
+                if gi >= n_grp:
+                    self.lr0_memo.find(self.mkey.data(), <int64_t>self.mkey.size(), h)
+                    self.lr0_memo.add(self.mkey.data(), <int64_t>self.mkey.size(), h)
+                    self.lr0_memo_t.push_back(t)
             self.tr.push_back((<uint64_t>self.sym_order[gi]) << 32 | <uint64_t>t)
         sort(self.tr.begin() + tlo, self.tr.end())
         self.tr_off.push_back(<int64_t>self.tr.size())
@@ -1324,7 +1368,7 @@ cdef class Automaton:
         cdef int8_t f
         for j in range(lo, hi):
             c = self.k_core[j]
-            if c == self.rule_off[self.core_rule[c]]:
+            if self.dot0[c]:
                 return 0
             x = self.core_next[c]
             if x >= T:
