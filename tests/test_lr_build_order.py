@@ -131,3 +131,40 @@ def test_jsonschemabench_schemas_build_the_same_table_in_every_order(index):
     g = _schema_grammar(sample[index][1])
     assert_order_invisible(g)
     assert_order_invisible(g, max_states=500)
+
+
+# ---------------------------------------------------------------- budgets and misuse
+def test_the_closure_item_limit_is_too_complex_in_every_order():
+    from glrmask.budget import activate_budget
+
+    g = normalize(bnf("s: r0\n" + "".join(f"r{i}: r{i + 1} | X r{i + 1}\n" for i in range(200)) + "r200: X"))
+    for order in (None, True, False):
+        with activate_budget({"lr": {"max_closure_items": 2_000}}):
+            with pytest.raises(GrammarTooComplex, match=r"LR table \(closures\).*lr\.max_closure_items"):
+                LRTable.build(g, lr0_first=order)
+
+
+def test_a_passed_deadline_stops_the_lr0_count_and_the_lookahead_propagation():
+    from glrmask.budget import activate_budget
+
+    g = normalize(bnf_file("c_subset.bnf"))
+    for kw in ({"lr0_first": True}, {"lr0_first": True, "max_states": 10}, {"max_states": 10}):
+        with activate_budget({"max_seconds": 1e-9}):
+            with pytest.raises(GrammarTooComplex, match=r"LR table.*max_seconds"):
+                LRTable.build(g, **kw)
+
+
+def test_lookaheads_before_an_lr0_automaton_are_refused():
+    from glrmask_ext.lr_build import Automaton
+
+    # $START -> S $END, S -> a: terminal a = 0, $END = 1; nonterminal $START = 0, S = 1 (code 2 + 1)
+    auto = Automaton(np.array([0, 1], np.int32), np.array([0, 2, 3], np.int32),
+                     np.array([2 + 1, 1, 0], np.int32), 2, 2, 1_000, lambda stage: None)
+    with pytest.raises(RuntimeError, match="explore_lr0"):
+        auto.lalr_from_lr0()
+    assert auto.explore_lr0(100) == 4
+    auto.lalr_from_lr0()
+    with pytest.raises(RuntimeError, match="explore_lr0"):
+        auto.lalr_from_lr0()  # the automaton is the LALR(1) one now
+    start, final, *arrays = auto.tables(True)
+    assert final >= 0
