@@ -453,6 +453,13 @@ cdef object _view_i32(int32_t* p, int64_t n):
     return np.asarray(<int32_t[:n]>p).copy()
 
 
+cdef void _copy_i32(cnp.ndarray dst, const int32_t* p, int64_t n):
+    """``dst[:n] = p[:n]`` (``dst`` a fresh contiguous int32 array of ``n`` items)."""
+    if n > 0:
+        with nogil:
+            memcpy(cnp.PyArray_DATA(dst), p, n * sizeof(int32_t))
+
+
 cdef inline cnp.ndarray _i32(object a):
     return np.ascontiguousarray(a, dtype=np.int32)
 
@@ -1353,11 +1360,13 @@ cdef class Builder:
                     order[nw] = a
                     nw += 1
                 s_acc[x] = wmap[a] if a != 0 else -1
-        out["start_state"][:] = _view_i32(self.st_state.p, n_roots)
-        out["edge_ptr"][:] = _view_i32(self.row_ptr.p, n_x + 1)
-        out["edge_label"][:] = _view_i32(self.r_label.p, n_e)
-        out["edge_target"][:] = _view_i32(self.r_target.p, n_e)
-        out["default_target"][:] = _view_i32(self.d_target.p, n_x)
+        # straight into the output (a large grammar's edges are 100+ MB: no temporary copy,
+        # whose fresh pages alone cost the kernel hundreds of ms to clear)
+        _copy_i32(out["start_state"], self.st_state.p, n_roots)
+        _copy_i32(out["edge_ptr"], self.row_ptr.p, n_x + 1)
+        _copy_i32(out["edge_label"], self.r_label.p, n_e)
+        _copy_i32(out["edge_target"], self.r_target.p, n_e)
+        _copy_i32(out["default_target"], self.d_target.p, n_x)
         pool = np.asarray(<uint64_t[:max(n_pool, 1) * self.W]>self.pool.words.p).reshape(-1, self.W)
         out["weights"] = np.ascontiguousarray(pool[order_a[:nw]], dtype=np.uint64).reshape(nw, self.W)
         return out
