@@ -16,7 +16,7 @@ from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from glrmask.errors import GrammarTooComplex
 from glrmask.grammar.ir import Rule, TerminalDef
 
-__all__ = ["new_rule", "new_terminal", "emit_rules", "GrammarBuilderCore"]
+__all__ = ["new_rule", "new_terminal", "emit_rules", "GrammarBuilderCore", "lark_read_regex"]
 
 
 cdef extern from "Python.h":
@@ -166,3 +166,55 @@ cdef class GrammarBuilderCore:
         if self.chars > self.max_chars:
             raise GrammarTooComplex(f"JSON Schema lowering: grammar larger than {self.max_chars} characters")
         return 0
+
+
+cdef inline bint _is_hex(Py_UCS4 c):
+    return (c >= u'0' and c <= u'9') or (c >= u'a' and c <= u'f') or (c >= u'A' and c <= u'F')
+
+
+def lark_read_regex(str regex):
+    """The ``re`` pattern lark reads from a ``/.../`` literal of `regex` whose slashes are escaped
+    (:func:`glrmask.json_schema.builder.lark_pattern`): each ``\\xHH``, ``\\uHHHH`` and
+    ``\\UHHHHHHHH`` becomes the character it names, ``\\n \\f \\t \\r`` the control character,
+    a bare ``/`` stays escaped as ``\\/``, and every other backslash pair is kept. A truncated hex
+    escape or a backslash that ends the regex raises ``ValueError``. One pass over the characters
+    (terminal regexes run to kilobytes of escapes, and every new terminal of a schema is read)."""
+    cdef Py_ssize_t n = len(regex), i = 0, start = 0, k, j
+    cdef Py_UCS4 c, d
+    cdef list out = []
+    while i < n:
+        c = regex[i]
+        if c == u'/':
+            out.append(regex[start:i])
+            out.append('\\/')
+            i += 1
+            start = i
+            continue
+        if c != u'\\':
+            i += 1
+            continue
+        if i + 1 >= n:
+            raise ValueError(f"regex ends in a lone backslash: {regex!r}")
+        d = regex[i + 1]
+        if d == u'x' or d == u'u' or d == u'U':
+            k = 2 if d == u'x' else (4 if d == u'u' else 8)
+            if i + 2 + k > n:
+                raise ValueError(f"truncated \\{d} escape in regex {regex!r}")
+            for j in range(i + 2, i + 2 + k):
+                if not _is_hex(regex[j]):
+                    raise ValueError(f"truncated \\{d} escape in regex {regex!r}")
+            out.append(regex[start:i])
+            out.append(chr(int(regex[i + 2:i + 2 + k], 16)))
+            i += 2 + k
+            start = i
+        elif d == u'n' or d == u'f' or d == u't' or d == u'r':
+            out.append(regex[start:i])
+            out.append('\n' if d == u'n' else ('\f' if d == u'f' else ('\t' if d == u't' else '\r')))
+            i += 2
+            start = i
+        else:
+            i += 2
+    if start == 0:
+        return regex
+    out.append(regex[start:])
+    return ''.join(out)

@@ -13,11 +13,10 @@ hold the IR to): the same rule and terminal order, names and patterns (see :func
 """
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 from glrmask_ext.grammar_prune import prune_rules
-from glrmask_ext.ir_rules import GrammarBuilderCore, emit_rules, new_terminal
+from glrmask_ext.ir_rules import GrammarBuilderCore, emit_rules, lark_read_regex, new_terminal
 
 from ..budget import current_budget
 from ..errors import UnsupportedSchema
@@ -48,17 +47,6 @@ def lark_regex_literal(regex: str) -> str:
     return '/' + ''.join(out) + '/'
 
 
-_CONTROL_ESCAPES = {'n': '\n', 'f': '\f', 't': '\t', 'r': '\r'}
-# One match per escape that lark rewrites, left to right as lark reads the literal, each with the
-# text before it that stays as it is (group 1: characters and backslash pairs lark keeps; matched
-# possessively, so each match starts where the last one ended and the scan is linear). Then a hex
-# escape (2-4), a truncated one (5), a control escape (6), a bare slash (7), a backslash that ends
-# the regex (8), or the end.
-_LARK_ESCAPE = re.compile(
-    r'([^\\/]*+(?:\\[^xuUnftr][^\\/]*+)*+)'
-    r'(?:\\x([0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})|\\([xuU])|\\([nftr])|(/)|(\\)|\Z)')
-
-
 @lru_cache(maxsize=4096)
 def lark_pattern(regex: str) -> str:
     """The ``re`` pattern lark reads from :func:`lark_regex_literal` (`regex`), computed directly.
@@ -69,28 +57,14 @@ def lark_pattern(regex: str) -> str:
     pattern). Producing the same string lets the IR of the direct path equal, character for
     character, the one the Lark front-end would have built; the escapes of the lowering's regex
     vocabulary name only characters that are not regex-special, so the meaning is unchanged.
-    (One ``re`` scan with a replacement per rewritten escape: terminal regexes run to kilobytes of
-    escapes and character classes, and a loop over their characters was the lowering's largest
-    cost. Memoized: most schemas share their string, number and punctuation terminals.)
+    (One native pass, :func:`glrmask_ext.ir_rules.lark_read_regex`: terminal regexes run to
+    kilobytes of escapes and character classes, every new terminal of a schema is read, and a
+    ``re`` scan with a Python replacement per escape was a tenth of lowering a large schema.
+    Memoized: most schemas share their string, number and punctuation terminals.)
     """
     if '\\' not in regex and '/' not in regex:
         return regex
-
-    def replace(m: re.Match) -> str:
-        i = m.lastindex
-        if i == 1:
-            return m[1]
-        if i <= 4:
-            return m[1] + chr(int(m[i], 16))
-        if i == 6:
-            return m[1] + _CONTROL_ESCAPES[m[6]]
-        if i == 7:
-            return m[1] + '\\/'
-        if i == 5:
-            raise ValueError(f"truncated \\{m[5]} escape in regex {regex!r}")
-        raise ValueError(f"regex ends in a lone backslash: {regex!r}")
-
-    return _LARK_ESCAPE.sub(replace, regex)
+    return lark_read_regex(regex)
 
 
 class GrammarBuilder(GrammarBuilderCore):

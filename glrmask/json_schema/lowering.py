@@ -1429,8 +1429,10 @@ class Lowerer:
         cap = self._count_cap(min_p, max_p)
         if (n + 2) * (cap + 1) * 2 > MAX_COUNT_STATES:
             raise GrammarTooComplex("object with too many properties × property-count states")
-        rules: dict[tuple, str] = {}
         comma = self.comma(depth)
+        if max_p is None and min_p == 0:
+            return self._schema_order_uncounted(names, req, member, extras, comma)
+        rules: dict[tuple, str] = {}
 
         def state(i: int, c: int, first: bool) -> str:
             key = (i, c, first)
@@ -1460,6 +1462,48 @@ class Lowerer:
             return state(0, 0, True)
         finally:
             del state  # a recursive closure is a reference cycle: broken here, refcounting frees it
+
+    def _schema_order_uncounted(self, names, req, member, extras, comma) -> str:
+        """:meth:`_schema_order` where no property count is bounded (most objects), built without
+        its recursion: the same rules, made and filled in the same order.
+
+        With no count the states are (i, first): ``later[i]`` reads properties i.. after a member
+        was written, ``firsts[i]`` before any. The recursion makes ``firsts[0]``, then every
+        ``later[i]`` (one descent through the members), fills them from the last, then makes the
+        ``firsts`` the optional properties lead to (up to the first required one) and fills them
+        from the last."""
+        new_rule, set_alts = self.g.new_rule, self.g.set_alts
+        n = len(names)
+        top = new_rule('props')
+        if n == 0:
+            if not extras:
+                set_alts(top, [])
+                return top
+            last = new_rule('props')
+            set_alts(last, [comma + e + [last] for e in extras] + [[]])
+            set_alts(top, [e + [last] for e in extras])
+            return top
+        later: list[str] = [top] + [new_rule('props') for _ in range(n)]  # (later[0] is never used)
+        set_alts(later[n], [comma + e + [later[n]] for e in extras] + [[]])
+        for i in range(n - 1, 0, -1):
+            k = names[i]
+            alts = [comma + member[k] + [later[i + 1]]]
+            if k not in req:
+                alts.append([later[i + 1]])
+            set_alts(later[i], alts)
+        firsts = [top]
+        while len(firsts) <= n and names[len(firsts) - 1] not in req:
+            firsts.append(new_rule('props'))
+        for j in range(len(firsts) - 1, -1, -1):
+            if j == n:
+                alts = [e + [later[n]] for e in extras]
+            else:
+                k = names[j]
+                alts = [member[k] + [later[j + 1]]]
+                if k not in req:
+                    alts.append([firsts[j + 1]])
+            set_alts(firsts[j], alts)
+        return top
 
     def _any_order(self, names, req, member, extras, min_p, max_p, depth) -> str | None:
         cap = self._count_cap(min_p, max_p)
@@ -1809,12 +1853,19 @@ def _signature_types(n: dict) -> set[str] | None:
 _NOT_ASCII_ALNUM = re.compile('[^0-9A-Za-z]')
 
 
-@lru_cache(maxsize=16384)
 def _hint(ptr: str) -> str:
-    """A rule-name hint from a pointer's last token (memoized: a schema's pointers recur across
-    requests, and a rule is named for each of its nodes)."""
-    tail = ptr.rsplit('/', 1)[-1] if ptr else 'root'
-    tail = _NOT_ASCII_ALNUM.sub('_', tail.lower())[:24].strip('_')
+    """A rule-name hint from a pointer's last token."""
+    return _token_hint(ptr[ptr.rfind('/') + 1:] if ptr else 'root')
+
+
+@lru_cache(maxsize=16384)
+def _token_hint(tail: str) -> str:
+    """:func:`_hint` of a pointer token (memoized: a rule is named for each node, and the tokens,
+    property names mostly, recur within a schema and across schemas)."""
+    tail = tail.lower()
+    if not (tail.isascii() and tail.isalnum()):
+        tail = _NOT_ASCII_ALNUM.sub('_', tail)
+    tail = tail[:24].strip('_')
     if not tail or not tail[0].isalpha():
         tail = 's_' + tail
     return tail
