@@ -385,6 +385,7 @@ cdef class Automaton:
     cdef vector[int32_t] pg_inh
     cdef vector[int32_t] pg_sym, pg_items, pg_t, pg_n
     cdef vector[int32_t] kg_pre, ordbuf, ordla, pg_b, bs, src_head, src_tail, src_n, src_g, src_next
+    cdef vector[int32_t] src_b, l_of, cpos
     cdef vector[int32_t] single_t  # per core: the LR(0) state whose kernel is that core alone (-1)
     cdef vector[uint64_t] la_rows  # after lalr_from_lr0: kernel item j's lookahead, W words at j * W
     cdef bint has_rows
@@ -456,6 +457,7 @@ cdef class Automaton:
         self.sym_idx.assign(self.n_syms, 0)
         self.kpos.assign(self.n_cores, 0)
         self.cstamp.assign(self.n_cores, 0)
+        self.cpos.assign(self.n_cores, 0)
         self.pre_cmpl.assign(n_nt, -1)
         self.pg_first.assign(n_nt, -1)
         self.pg_n.assign(n_nt, 0)
@@ -1347,37 +1349,44 @@ cdef class Automaton:
         return self.pool.intern(a, self.W)
 
     cdef int _lr1_step(self, int64_t s, int64_t limit) except -2:
-        """Visit canonical state ``s`` without its closure when every kernel item before a
-        nonterminal is before the same ``b`` (or none is), no kernel item is at the start of its
-        rule and ``b``'s closure has no complete item; 0 (nothing done) otherwise, -1 past
-        ``limit``.
+        """Visit canonical state ``s`` without its closure when no kernel item is at the start of
+        its rule and no closure of a nonterminal ``b1, b2, ...`` after a kernel dot has a complete
+        item; 0 (nothing done) otherwise, -1 past ``limit``.
 
-        Then the closure is the kernel followed by ``b``'s closure items, each with lookahead
-        ``spontaneous | (L if inherits)`` for ``L`` the union of what the kernel items pass on, so
-        the successors are the kernel's symbol groups (``b``'s items of the symbol appended), then
-        ``b``'s other groups (``pg_*``), whose kernels depend on ``L`` only: their states are
-        looked up once per (group, ``L``) (``memo``). Successors are added in the order, kernel
-        order and numbering of :meth:`explore`'s closure path, and the reduces are the complete
-        kernel items' (the closure adds none)."""
-        cdef int64_t T = self.T, W = self.W, lo = self.k_off[s], hi = self.k_off[s + 1], j, x, b = -1
-        cdef int64_t i, g, gi, n_grp, pg0, pg1, pb, q, tlo = <int64_t>self.tr.size(), p, phi
-        cdef int32_t c, t, l_id, la, e
+        Then the closure is the kernel followed by each ``b``'s closure items not listed before,
+        an item of ``b`` with lookahead ``spontaneous | (L_b if inherits)`` for ``L_b`` the union
+        of what the kernel items before ``b`` pass on (or'ed over the ``b``'s that share it). So,
+        as in :meth:`_lr0_step`, the successors are the kernel's symbol groups (with the ``b``'s
+        items of the symbol appended), then each ``b``'s groups of new symbols; a successor that
+        only ``b``'s groups make up depends on those groups and their ``L_b`` only, and is looked
+        up once per such combination (``memo``). Successors are added in the order, kernel order
+        and numbering of :meth:`explore`'s closure path, and the reduces are the complete kernel
+        items' (the closure adds none)."""
+        cdef int64_t T = self.T, W = self.W, lo = self.k_off[s], hi = self.k_off[s + 1], j, x, b
+        cdef int64_t i, g, gi, n_grp, n_b, q, r, p, phi, tlo = <int64_t>self.tr.size(), pos
+        cdef int32_t c, t, la, e, l_id, old
         cdef uint64_t* L = self.lbuf.data()
-        cdef uint64_t mk[2]
-        cdef uint64_t h
+        cdef uint64_t* a
+        cdef uint64_t h = 0
         cdef int8_t f
+        cdef bint multi
+        self.sgen += 1
+        if self.sgen == 0:
+            self.sym_stamp.assign(self.sym_stamp.size(), 0)
+            self.sgen = 1
+        self.bs.clear()
         for j in range(lo, hi):
             c = self.k_core[j]
             if self.dot0[c]:
                 return 0
             x = self.core_next[c]
-            if x >= T:
-                if b >= 0 and x - T != b:
-                    return 0
-                b = x - T
-        pg0 = pg1 = pb = 0
-        l_id = 0
-        if b >= 0:
+            if x >= T and self.sym_stamp[x] != self.sgen:
+                self.sym_stamp[x] = self.sgen
+                self.bs.push_back(<int32_t>(x - T))
+        n_b = <int64_t>self.bs.size()
+        self.l_of.resize(n_b)
+        for i in range(n_b):
+            b = self.bs[i]
             if self.pre_off[b] < 0:
                 self._pre_of(b)
             f = self.pre_cmpl[b]
@@ -1395,22 +1404,18 @@ cdef class Automaton:
                 return 0
             if self.pg_first[b] < 0:
                 self._pre_groups(b)
-            pg0 = self.pg_first[b]
-            pg1 = pg0 + self.pg_n[b]
-            pb = self.pre_off[b]
-            # L: what the kernel items before b pass on to b's closure items
+            # L_b: what the kernel items before b pass on to b's closure items
             memset(L, 0, <size_t>W * 8)
             for j in range(lo, hi):
                 c = self.k_core[j]
-                if self.core_next[c] < T:
+                if self.core_next[c] != T + b:
                     continue
                 if self.beta_id[c] < 0:
                     self._beta(c)
                 _or(L, self.pool.key(self.beta_id[c]), W)
                 if self.beta_null[c] and self.k_la[j]:
                     _or(L, self.pool.key(self.k_la[j]), W)
-            l_id = self.pool.intern(L, W)
-        self._tick("LR table (item sets)", hi - lo + pg1 - pg0)
+            self.l_of[i] = self.pool.intern(L, W)
         # the kernel's groups, by first appearance
         self.sgen += 1
         if self.sgen == 0:
@@ -1444,53 +1449,101 @@ cdef class Automaton:
             g = self.sym_idx[x]
             self.grp_items[self.grp_cur[g]] = <int32_t>j
             self.grp_cur[g] += 1
-        self.kg_pre.assign(n_grp, -1)
-        for g in range(pg0, pg1):
-            x = self.pg_sym[g]
-            if self.sym_stamp[x] == self.sgen:
-                self.kg_pre[self.sym_idx[x]] = <int32_t>g
-        for g in range(n_grp):
+        # then each b's groups of new symbols; sources (group of b, index of b) as linked lists
+        self.src_head.assign(n_grp, -1)
+        self.src_tail.assign(n_grp, -1)
+        self.src_n.assign(n_grp, 0)
+        self.src_g.clear()
+        self.src_b.clear()
+        self.src_next.clear()
+        q = 0
+        for i in range(n_b):
+            b = self.bs[i]
+            for g in range(self.pg_first[b], self.pg_first[b] + self.pg_n[b]):
+                x = self.pg_sym[g]
+                q += 1
+                if self.sym_stamp[x] != self.sgen:
+                    self.sym_stamp[x] = self.sgen
+                    self.sym_idx[x] = <int32_t>self.sym_order.size()
+                    self.sym_order.push_back(<int32_t>x)
+                    self.src_head.push_back(-1)
+                    self.src_tail.push_back(-1)
+                    self.src_n.push_back(0)
+                gi = self.sym_idx[x]
+                r = <int64_t>self.src_g.size()
+                self.src_g.push_back(<int32_t>g)
+                self.src_b.push_back(<int32_t>i)
+                self.src_next.push_back(-1)
+                if self.src_tail[gi] < 0:
+                    self.src_head[gi] = <int32_t>r
+                else:
+                    self.src_next[self.src_tail[gi]] = <int32_t>r
+                self.src_tail[gi] = <int32_t>r
+                self.src_n[gi] += 1
+        self._tick("LR table (item sets)", hi - lo + q)
+        for gi in range(<int64_t>self.sym_order.size()):
+            multi = self.src_n[gi] > 1
+            e = -1
+            if gi >= n_grp:  # b's groups alone: the state of those groups and their L_b
+                self.mkey.clear()
+                r = self.src_head[gi]
+                while r >= 0:
+                    self.mkey.push_back((<uint64_t>self.src_g[r]) << 32 | <uint64_t>self.l_of[self.src_b[r]])
+                    r = self.src_next[r]
+                if multi:
+                    sort(self.mkey.begin(), self.mkey.end())
+                h = _hash_words(self.mkey.data(), <int64_t>self.mkey.size())
+                e = self.memo.find(self.mkey.data(), <int64_t>self.mkey.size(), h)
+                if e >= 0:
+                    self.tr.push_back((<uint64_t>self.sym_order[gi]) << 32 | <uint64_t>self.memo_t[e])
+                    continue
             self.ordbuf.clear()
             self.ordla.clear()
-            for gi in range(self.grp_off[g], self.grp_off[g + 1]):
-                j = self.grp_items[gi]
-                self.ordbuf.push_back(self.k_core[j] + 1)
-                self.ordla.push_back(self.k_la[j])
-            q = self.kg_pre[g]
-            if q >= 0:
-                for i in range(self.pg_lo[q], self.pg_lo[q + 1]):
-                    p = pb + 2 * <int64_t>self.pg_items[i]
-                    self.ordbuf.push_back(self.pre_items[p] + 1)
-                    la = self._pre_la(self.pre_items[p + 1], l_id)
+            if gi < n_grp:
+                for i in range(self.grp_off[gi], self.grp_off[gi + 1]):
+                    j = self.grp_items[i]
+                    self.ordbuf.push_back(self.k_core[j] + 1)
+                    self.ordla.push_back(self.k_la[j])
+            if multi:  # items of several b's: each core once, at its first place, lookaheads or'ed
+                self.cgen += 1
+                if self.cgen == 0:
+                    self.cstamp.assign(self.cstamp.size(), 0)
+                    self.cgen = 1
+            r = self.src_head[gi]
+            while r >= 0:
+                g = self.src_g[r]
+                l_id = self.l_of[self.src_b[r]]
+                p = self.pre_off[self.pg_b[g]]
+                for i in range(self.pg_lo[g], self.pg_lo[g + 1]):
+                    phi = p + 2 * <int64_t>self.pg_items[i]
+                    c = self.pre_items[phi] + 1
+                    la = self._pre_la(self.pre_items[phi + 1], l_id)
+                    if multi:
+                        if self.cstamp[c] == self.cgen:
+                            pos = self.cpos[c]
+                            old = self.ordla[pos]
+                            if la != old and la != 0:
+                                if old == 0:
+                                    self.ordla[pos] = la
+                                else:
+                                    a = self.tmp.data()
+                                    memcpy(a, self.pool.key(old), <size_t>W * 8)
+                                    _or(a, self.pool.key(la), W)
+                                    self.ordla[pos] = self.pool.intern(a, W)
+                            continue
+                        self.cstamp[c] = self.cgen
+                        self.cpos[c] = <int32_t>self.ordbuf.size()
+                    self.ordbuf.push_back(c)
                     self.ordla.push_back(la)
+                r = self.src_next[r]
             t = self._lr1_target(limit)
             if t < 0:
                 return -1
-            self.tr.push_back((<uint64_t>self.sym_order[g]) << 32 | <uint64_t>t)
-        for g in range(pg0, pg1):
-            x = self.pg_sym[g]
-            if self.sym_stamp[x] == self.sgen:
-                continue
-            mk[0] = <uint64_t>g
-            mk[1] = <uint64_t>l_id
-            h = _hash_words(mk, 2)
-            e = self.memo.find(mk, 2, h)
-            if e >= 0:
-                t = self.memo_t[e]
-            else:
-                self.ordbuf.clear()
-                self.ordla.clear()
-                for i in range(self.pg_lo[g], self.pg_lo[g + 1]):
-                    p = pb + 2 * <int64_t>self.pg_items[i]
-                    self.ordbuf.push_back(self.pre_items[p] + 1)
-                    la = self._pre_la(self.pre_items[p + 1], l_id)
-                    self.ordla.push_back(la)
-                t = self._lr1_target(limit)
-                if t < 0:
-                    return -1
-                self.memo.add(mk, 2, h)
+            if gi >= n_grp:
+                self.memo.find(self.mkey.data(), <int64_t>self.mkey.size(), h)
+                self.memo.add(self.mkey.data(), <int64_t>self.mkey.size(), h)
                 self.memo_t.push_back(t)
-            self.tr.push_back((<uint64_t>x) << 32 | <uint64_t>t)
+            self.tr.push_back((<uint64_t>self.sym_order[gi]) << 32 | <uint64_t>t)
         sort(self.tr.begin() + tlo, self.tr.end())
         self.tr_off.push_back(<int64_t>self.tr.size())
         self._record_kernel_reduces(s)
