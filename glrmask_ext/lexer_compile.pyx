@@ -268,6 +268,9 @@ cdef class _Parser:
         self.state.str = pattern
 
     cdef object alternation(self):
+        return _subpattern(self.state, self.alternation_items())
+
+    cdef list alternation_items(self):
         # an explicit bound: a group's C frames are large, and the interpreter's recursion limit
         # (which callers may raise) does not bound the C stack
         if self.depth >= MAX_QUICK_DEPTH:
@@ -275,22 +278,24 @@ cdef class _Parser:
         self.depth += 1
         Py_EnterRecursiveCall(" while parsing a regex")
         try:
-            return self._alternation()
+            return self._alternation_items()
         finally:
             Py_LeaveRecursiveCall()
             self.depth -= 1
 
-    cdef object _alternation(self):
-        cdef list alts = [self.sequence()]
+    cdef list _alternation_items(self):
+        """The items of an alternation's SubPattern (a lone sequence's own items)."""
+        cdef list first = self.sequence_items()
+        if self.i >= self.n or self.p[self.i] != u'|':
+            return first
+        cdef list datas = [first]
         while self.i < self.n and self.p[self.i] == u'|':
             self.i += 1
-            alts.append(self.sequence())
-        if len(alts) == 1:
-            return alts[0]
+            datas.append(self.sequence_items())
         cdef list out = []
-        cdef list datas = [a.data for a in alts]
-        cdef list first, d, items
+        cdef list d, items
         cdef object head, op, av
+        cdef bint singles
         while True:  # every alternative starts alike: factor the first item out
             first = datas[0]
             if not first:
@@ -305,32 +310,40 @@ cdef class _Parser:
                     del d[0]
                 continue
             break
-        items = []
-        for d in datas:  # alternatives of one character each: a class
+        singles = True
+        for d in datas:
             if len(d) != 1:
+                singles = False
                 break
-            op, av = d[0]
-            if op is _LITERAL:
-                items.append((op, av))
-            elif op is _IN and av[0][0] is not _NEGATE:
-                items.extend(av)
+        if singles:  # alternatives of one character each: a class
+            items = []
+            for d in datas:
+                op, av = d[0]
+                if op is _LITERAL:
+                    items.append((op, av))
+                elif op is _IN and av[0][0] is not _NEGATE:
+                    items.extend(av)
+                else:
+                    break
             else:
-                break
-        else:
-            out.append((_IN, list(dict.fromkeys(items))))
-            return _subpattern(self.state, out)
-        out.append((_BRANCH, (None, alts)))
-        return _subpattern(self.state, out)
+                out.append((_IN, list(dict.fromkeys(items))))
+                return out
+        out.append((_BRANCH, (None, [_subpattern(self.state, d) for d in datas])))
+        return out
 
-    cdef object sequence(self):
+    cdef list sequence_items(self):
+        """The items of one alternative, groups inlined as ``re`` inlines them (a group not
+        followed by a quantifier is inlined as soon as it closes; one that may be quantified is
+        kept as an item until the quantifier is read, and inlined at the end if it was not)."""
         cdef str p = self.p
         cdef Py_ssize_t n = self.n
         cdef Py_ssize_t i = self.i
         cdef Py_ssize_t k
         cdef list data = []
+        cdef list sub_items
         cdef bint groups = False
         cdef bint positive
-        cdef Py_UCS4 c
+        cdef Py_UCS4 c, c2
         cdef object sub, op, av
         while i < n:
             c = p[i]
@@ -344,14 +357,20 @@ cdef class _Parser:
             elif c == u'[':
                 i = self.char_class(i + 1, data)
             elif c == u'(':
-                if p.startswith(u"(?:", i):
+                if i + 2 >= n or p[i + 1] != u'?':
+                    raise _Bail
+                c2 = p[i + 2]
+                if c2 == u':':
                     self.i = i + 3
-                    sub = self.alternation()
+                    sub_items = self.alternation_items()
                     i = self.close()
-                    data.append((_SUBPATTERN, (None, 0, 0, sub)))
-                    groups = True
-                elif p.startswith(u"(?=", i) or p.startswith(u"(?!", i):
-                    positive = p[i + 2] == u'='
+                    if i < n and (p[i] == u'*' or p[i] == u'+' or p[i] == u'?' or p[i] == u'{'):
+                        data.append((_SUBPATTERN, (None, 0, 0, _subpattern(self.state, sub_items))))
+                        groups = True
+                    else:
+                        data.extend(sub_items)
+                elif c2 == u'=' or c2 == u'!':
+                    positive = c2 == u'='
                     self.i = i + 3
                     sub = self.alternation()
                     i = self.close()
@@ -376,7 +395,7 @@ cdef class _Parser:
                 op, av = data[k]
                 if op is _SUBPATTERN:
                     data[k:k + 1] = av[3].data
-        return _subpattern(self.state, data)
+        return data
 
     cdef Py_ssize_t close(self) except -1:
         if self.i >= self.n or self.p[self.i] != u')':
