@@ -54,14 +54,13 @@ class LexerExplorer:
         self.native = LazyLexer(cap, cap, self.fut_words)
         self._lock = lock if lock is not None else threading.Lock()
         self._spent = threading.local()
-        group_of = np.zeros(256, dtype=np.int64)
-        groups = []
+        group_of = [0] * 256
         for k, g in enumerate(lexer.byte_groups):
-            group_of[list(g)] = k
-            groups.append(np.asarray(sorted(g), dtype=np.uint8))
-        self._group_of = group_of.tolist()
-        self._group_arr = group_of
-        self._groups = groups
+            for b in g:
+                group_of[b] = k
+        self._group_of = group_of
+        self._group_arr = np.asarray(group_of, dtype=np.int64)
+        self._groups: list[Optional[np.ndarray]] = [None] * len(lexer.byte_groups)  # made when first stepped
         self.n_explored = 0
         self.next_terminals: Optional[tuple[np.ndarray, np.ndarray]] = None
         """``(act_lex, follow_lex)`` of the tables (:func:`glrmask.runtime.tables.next_terminal_arrays`):
@@ -91,7 +90,7 @@ class LexerExplorer:
                     q2, events = lexer.step(a, b)
                     for _term, cond in events:
                         self._cond(cond)
-                    nat.set_step_events(a, self._groups[self._group_of[b]], q2, events)
+                    nat.set_step_events(a, self._group_bytes(b), q2, events)
                 elif kind == self.M_ALIVE:
                     words = np.zeros(self.fut_words, dtype=np.uint64)
                     alive = lexer.alive_terminals(a)
@@ -111,9 +110,17 @@ class LexerExplorer:
                 elif kind == self.M_COND_STEP:
                     c2 = lexer.cond_step(a, b)
                     self._cond(c2)
-                    nat.set_cond_step(a, self._groups[self._group_of[b]], c2)
+                    nat.set_cond_step(a, self._group_bytes(b), c2)
                 else:
                     self._cond(a)
+
+    def _group_bytes(self, b: int) -> np.ndarray:
+        """The bytes of ``b``'s byte group (they step alike in every lexer state)."""
+        k = self._group_of[b]
+        arr = self._groups[k]
+        if arr is None:
+            arr = self._groups[k] = np.asarray(sorted(self.lexer.byte_groups[k]), dtype=np.uint8)
+        return arr
 
     def _unique(self, missing: np.ndarray) -> np.ndarray:
         """The distinct entries of ``missing`` (a walk asks for the same ones many times), byte

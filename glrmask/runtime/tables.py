@@ -19,6 +19,8 @@ Three groups of arrays:
 """
 from __future__ import annotations
 
+import threading
+
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -279,9 +281,32 @@ def dynamic_arrays(lexer, table, ignore: Sequence[str], vocab, eos_ids: Sequence
         "default_target": none, "default_accept": none, "weights": np.zeros((0, 1), dtype=np.uint64),
         "cond_fail": np.full(2, -1, dtype=np.int32),
     }
-    out.update(_expansion_arrays(np.full(vocab.size, -1, dtype=np.int32), 0, vocab.n_logits))
-    out.update(_token_arrays(vocab, eos_ids))
+    out.update(_vocab_arrays(vocab, eos_ids))
     return out
+
+
+_VOCAB_ARRAYS: "dict[tuple, dict[str, np.ndarray]]" = {}
+_VOCAB_ARRAYS_LOCK = threading.Lock()
+
+
+def _vocab_arrays(vocab, eos_ids: Sequence[int]) -> dict[str, np.ndarray]:
+    """The token arrays and the (empty) class expansion of dynamic tables: they depend only on
+    the vocabulary, so every schema's dynamic engine shares one read-only copy per vocabulary and
+    end tokens (computing them was a fifth of a small schema's engine set-up)."""
+    key = (vocab.fingerprint, int(vocab.n_logits), tuple(sorted(set(int(e) for e in eos_ids))))
+    with _VOCAB_ARRAYS_LOCK:
+        hit = _VOCAB_ARRAYS.get(key)
+    if hit is None:
+        hit = {**_expansion_arrays(np.full(vocab.size, -1, dtype=np.int32), 0, vocab.n_logits),
+               **_token_arrays(vocab, eos_ids)}
+        for a in hit.values():
+            if isinstance(a, np.ndarray) and a.flags.owndata:
+                a.setflags(write=False)
+        with _VOCAB_ARRAYS_LOCK:
+            if len(_VOCAB_ARRAYS) >= 8:  # a few vocabularies per process at most
+                _VOCAB_ARRAYS.pop(next(iter(_VOCAB_ARRAYS)))
+            hit = _VOCAB_ARRAYS.setdefault(key, hit)
+    return hit
 
 
 def _expansion_arrays(class_of_orig: np.ndarray, n_classes: int, n_logits: int) -> dict[str, np.ndarray]:
