@@ -147,6 +147,7 @@ class Lexer:
             {} for _ in range(n)]
         self._cs_cls: dict[int, Optional[frozenset[tuple[int, int]]]] = {}
         self._plain_terms: dict[int, bool] = {}
+        self._class_encodable: dict[int, bool] = {}  # class id -> it holds an encodable character
         # conditions
         self._conds: list[tuple | None] = [None, None]
         self._cond_ids: dict[tuple, int] = {}
@@ -974,7 +975,15 @@ class Lexer:
                     stack.append(b[pc])
                 elif k == REP_CHECK:
                     stack.extend((b[pc], c[pc]))
-            hit = hit and all(_encodable(prog.classes[k].cps) for k in self.terms[t].classes)
+            if hit:  # classes are shared between terminals (a key's spellings): each is checked once
+                memo = self._class_encodable
+                for k in self.terms[t].classes:
+                    ok = memo.get(k)
+                    if ok is None:
+                        ok = memo[k] = _encodable(prog.classes[k].cps)
+                    if not ok:
+                        hit = False
+                        break
             self._plain_terms[t] = hit
         return hit
 
