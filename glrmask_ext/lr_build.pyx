@@ -867,7 +867,9 @@ cdef class Automaton:
                 self.grp_cur[g] += 1
             for i in range(j):
                 u = it.lid[self.grp_items[i]]
-                self.succ_la[i] = u if u >= 0 else self.pool.intern(it.row(self.grp_items[i]), W)
+                if u < 0:  # (an if: Cython 3.3.1 miscompiles a conditional expression stored in a vector)
+                    u = self.pool.intern(it.row(self.grp_items[i]), W)
+                self.succ_la[i] = u
             for g in range(n_grp):
                 lo = self.grp_off[g]
                 hi = self.grp_off[g + 1]
