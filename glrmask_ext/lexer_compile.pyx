@@ -187,11 +187,129 @@ cdef Py_ssize_t _seq(_Seq ctx, object items, long flags, Py_ssize_t nxt,
                     array.resize_smart(ctx.T, first + m)
                     for j in range(m):
                         ctx.T.data.as_ints[first + j] = targets[j]
+            elif (op is _MAX_REPEAT_OP or op is _MIN_REPEAT_OP) and _BLOCK is not None:
+                pc = _repeat(ctx, av, op is _MAX_REPEAT_OP, flags, pc, inside)
             else:
                 pc = ctx.comp.item(op, av, flags, pc, 0, inside)
     finally:
         Py_LeaveRecursiveCall()
     return pc
+
+
+# ------------------------------------------------------------------ repeats
+cdef object _BLOCK = None
+cdef object _current_budget = None
+cdef Py_ssize_t _MIN_COPIES_TO_STAMP = 0
+
+
+def configure_repeat(block_type, current_budget, Py_ssize_t min_copies_to_stamp):
+    """Bind ``_Block`` (whose ``capture``/``stamp`` copy a repeat's body), the budget getter and
+    ``_MIN_COPIES_TO_STAMP`` (the compiler's module calls it; until then repeats go through the
+    compiler's own ``item``)."""
+    global _BLOCK, _current_budget, _MIN_COPIES_TO_STAMP
+    _BLOCK = block_type
+    _current_budget = current_budget
+    _MIN_COPIES_TO_STAMP = min_copies_to_stamp
+
+
+cdef inline Py_ssize_t _new5(_Seq ctx, int k, int a, int b, int c, int d) except -1:
+    """``Program._new(k, a, b, c, d)``: through it at every 1024th instruction and at the limit
+    (its budget checks and errors), appended here otherwise."""
+    cdef Py_ssize_t n = Py_SIZE(ctx.kind)
+    if n >= ctx.max_nodes or not n & 1023:
+        return ctx.p._new(k, a, b, c, d)
+    array.resize_smart(ctx.kind, n + 1)
+    array.resize_smart(ctx.A, n + 1)
+    array.resize_smart(ctx.B, n + 1)
+    array.resize_smart(ctx.Cc, n + 1)
+    array.resize_smart(ctx.D, n + 1)
+    ctx.kind.data.as_uchars[n] = <unsigned char>k
+    ctx.A.data.as_ints[n] = a
+    ctx.B.data.as_ints[n] = b
+    ctx.Cc.data.as_ints[n] = c
+    ctx.D.data.as_ints[n] = d
+    return n
+
+
+cdef class _Copies:
+    """``glrmask.lexer.program._BodyCopies`` for the native compile (no widths tracked): the
+    copies of one repeat's body, the first compiled, the others stamped from it when the body
+    holds no assertion (and there are more than ``_MIN_COPIES_TO_STAMP`` of them)."""
+    cdef object body, inside, block
+    cdef long flags
+    cdef Py_ssize_t entry, copies, checks
+    cdef bint tried
+
+    cdef Py_ssize_t copy(self, _Seq ctx, Py_ssize_t cont) except -1:
+        cdef object p = ctx.p
+        cdef Py_ssize_t base, entry, rep0, look0, total, i
+        cdef const unsigned char *kinds
+        cdef bint plain
+        if self.block is not None:
+            base = self.block.stamp(p, cont)
+            return base + self.entry if self.entry >= 0 else cont
+        base = Py_SIZE(ctx.kind)
+        rep0 = p.n_reps
+        look0 = len(p.look_starts)
+        entry = _seq(ctx, self.body, self.flags, cont, self.inside)
+        if not self.tried:
+            self.tried = True
+            plain = len(p.look_starts) == look0
+            kinds = ctx.kind.data.as_uchars
+            i = base
+            while plain and i < Py_SIZE(ctx.kind):
+                if kinds[i] == _K_LOOK or kinds[i] == _K_LB or kinds[i] == _K_BOUND:
+                    plain = False
+                i += 1
+            if plain:
+                self.block = _BLOCK.capture(p, base, cont, rep0, look0, False)
+                self.entry = entry - base if entry >= base else -1
+                # the copies to come have a known size: when they cannot fit, fail now with
+                # the error the last instruction that fits would end in (after a deadline check)
+                total = Py_SIZE(ctx.kind) + (self.copies - 1) * <Py_ssize_t>self.block.size \
+                    + self.checks + 1
+                if total > ctx.max_nodes:
+                    _current_budget().check(f"lexer NFA (terminal {p._budget_owner})")
+                    raise p._nodes_error()
+        return entry
+
+
+cdef Py_ssize_t _repeat(_Seq ctx, object av, bint greedy, long flags, Py_ssize_t nxt,
+                        object inside) except -1:
+    """``glrmask.lexer.program._Compiler.repeat`` for the native compile: the same
+    instructions in the same order (REP_CHECKs and copies of the body back to front, then the
+    REP_ENTER)."""
+    cdef object p = ctx.p
+    cdef object lo_o = av[0], hi_o = av[1]
+    cdef int rep = p.n_reps
+    cdef bint unbounded = hi_o is _MAXREPEAT
+    cdef Py_ssize_t lo = lo_o
+    cdef Py_ssize_t hi = 0 if unbounded else <Py_ssize_t>hi_o
+    cdef Py_ssize_t k, check, entry
+    cdef Py_ssize_t cur
+    cdef _Copies cp = _Copies.__new__(_Copies)
+    p.n_reps = rep + 1
+    cp.body = av[2]
+    cp.inside = inside
+    cp.block = None
+    cp.flags = flags
+    cp.entry = 0
+    cp.checks = 0 if unbounded else hi - lo
+    cp.copies = (1 if unbounded else hi - lo) + lo
+    cp.tried = not (cp.copies > _MIN_COPIES_TO_STAMP)
+    if unbounded:
+        check = _new5(ctx, _K_REP_CHECK, rep, 0, <int>nxt, greedy)
+        entry = cp.copy(ctx, check)
+        ctx.B.data.as_ints[check] = <int>entry
+        cur = check
+    else:
+        cur = nxt
+        for k in range(hi - lo):
+            entry = cp.copy(ctx, cur)
+            cur = _new5(ctx, _K_REP_CHECK, rep, <int>entry, <int>nxt, greedy)
+    for k in range(lo):
+        cur = cp.copy(ctx, cur)
+    return _new5(ctx, _K_REP_ENTER, rep, <int>cur, 0, 0)
 
 
 # ------------------------------------------------------------------ the quick parser
@@ -981,3 +1099,23 @@ def advance(prog, Py_ssize_t pc, int byte):
         res = mid
     memo[key] = res
     return res
+
+
+# ------------------------------------------------------------------ class ids
+def class_ids(prog, classes):
+    """``[prog._class_id_of(bc) for bc in classes]`` in one call: each ByteClass's id in the
+    program, numbered in order of first use (a cached terminal's classes, interned each time it
+    is copied into a program)."""
+    cdef dict known = prog._class_ids
+    cdef list table = prog.classes
+    cdef list out = []
+    cdef object bc, key, cid
+    for bc in classes:
+        key = id(bc)
+        cid = known.get(key)
+        if cid is None:
+            cid = len(table)
+            table.append(bc)
+            known[key] = cid
+        out.append(cid)
+    return out

@@ -501,6 +501,10 @@ class _Block:
     def stamp(self, prog: Program, cont: int | None = None) -> int:
         """Append a copy continuing with ``cont``; returns the copy's first pc. The instruction
         budget is charged as ``_new`` charges it (same errors, same deadline checks)."""
+        return self._stamp(prog, cont)[0]
+
+    def _stamp(self, prog: Program, cont: int | None) -> tuple[int, list[int] | None]:
+        """:meth:`stamp`, and the program's ids of the block's classes (None: no classes kept)."""
         base = len(prog.kind)
         end = base + self.size
         top = min(end, prog.max_nodes)
@@ -510,9 +514,12 @@ class _Block:
             raise prog._nodes_error()
         delta = base - self.base
         pure = self.cont is None or cont - self.cont == delta  # every pc moves by delta
-        class_map = None
+        class_map = ids = None
         if self.classes is not None:
-            ids = [prog._class_id_of(bc) for bc in self.classes]
+            if _native is not None:
+                ids = _native.class_ids(prog, self.classes)
+            else:
+                ids = [prog._class_id_of(bc) for bc in self.classes]
             if ids != list(self.class_order):
                 class_map = array("i", bytes(4 * (max(self.class_order) + 1)))
                 for old, new in zip(self.class_order, ids):
@@ -529,7 +536,7 @@ class _Block:
             prog.n_reps += self.n_reps
         if self.looks:
             prog.look_starts.extend([s + delta for s in self.looks])
-        return base
+        return base, ids
 
 
 def _uint32s(raw: bytes) -> memoryview:
@@ -590,13 +597,13 @@ class _CachedTerminal:
     def instantiate(self, prog: Program, name: str, pattern: str) -> TerminalProgram:
         blk, src = self.block, self.term
         look_shift = len(prog.look_starts) - blk.look0
-        delta = blk.stamp(prog) - blk.base
-        ids = prog._class_ids
+        base, ids = blk._stamp(prog, None)
+        delta = base - blk.base
         return TerminalProgram(
             name=name, pattern=pattern, start=src.start + delta,
             tracker_starts=[s + delta for s in src.tracker_starts],
             word_slots={k: (slot, look + look_shift) for k, (slot, look) in src.word_slots.items()},
-            classes=tuple(sorted({ids[id(bc)] for bc in blk.classes})),
+            classes=tuple(sorted(set(ids))),
         )
 
 
@@ -1429,6 +1436,7 @@ else:
                              C.AT_BOUNDARY, C.AT_NON_BOUNDARY),
                             (CHAR, SPLIT, REP_ENTER, REP_CHECK, LOOK, LB, BOUND))
     _native.configure_advance(MID, CLS_DEAD, CLS_FINAL)
+    _native.configure_repeat(_Block, current_budget, _MIN_COPIES_TO_STAMP)
 
 _python_advance = Program.advance
 """The Python :meth:`Program.advance` (the reference the native one is tested against)."""
