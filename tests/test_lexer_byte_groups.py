@@ -119,3 +119,33 @@ def test_schema_lexers_group_bytes_by_definition(name, schema):
     assert_partitions_by_definition(lexer.prog, range(len(lexer.prog.classes)))
     for term in lexer.terms:
         assert_partitions_by_definition(lexer.prog, term.classes)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 7), min_size=256, max_size=256), max_size=6))
+def test_a_lexer_states_byte_classes_are_the_columns_of_its_terminals_groups(rows):
+    from glrmask.lexer.lexer import _joint_classes, _joint_classes_py
+
+    assert _joint_classes(rows) == _joint_classes_py(rows)
+
+
+@pytest.mark.parametrize("name, schema", [c for c in first_schemas(1) if c[0] != "Snowplow[0]"],  # (over max_nfa_nodes)
+                         ids=lambda x: x if isinstance(x, str) else "")
+def test_schema_lexer_states_byte_classes_step_alike(name, schema):
+    """Every byte of one of a state's classes steps that state alike (states a few bytes deep)."""
+    grammar = normalize(lower_json_schema_ir(schema)[0])
+    lexer = Lexer([(t.name, t.pattern) for t in grammar.terminals.values()])
+    frontier, seen = [lexer.initial], {lexer.initial}
+    for _depth in range(2):
+        nxt = []
+        for q in frontier:
+            cls, reps = lexer.byte_classes(q)
+            assert [cls[r] for r in reps] == list(range(len(reps))) and all(cls[b] < len(reps) for b in range(256))
+            for b in range(256):
+                assert lexer.step(q, b) == lexer.step(q, reps[cls[b]])
+            for r in reps:
+                q2, _ = lexer.step(q, r)
+                if q2 >= 0 and q2 not in seen and len(seen) < 40:
+                    seen.add(q2)
+                    nxt.append(q2)
+        frontier = nxt

@@ -454,16 +454,7 @@ class Lexer:
         if hit is None:
             gids = self._gid
             distinct = {id(gids[t]): gids[t] for t in terms}  # terminals sharing classes share one
-            ids: dict[tuple[int, ...], int] = {}
-            cls = [0] * 256
-            reps: list[int] = []
-            for b, key in enumerate(zip(*distinct.values()) if distinct else [()] * 256):
-                k = ids.get(key)
-                if k is None:
-                    k = ids[key] = len(reps)
-                    reps.append(b)
-                cls[b] = k
-            hit = self._parts[terms] = (cls, tuple(reps))
+            hit = self._parts[terms] = _joint_classes(list(distinct.values()))
         return hit
 
     def scan(self, state: int, data: bytes) -> tuple[int, list[tuple[int, int, int]]]:
@@ -1104,6 +1095,28 @@ class Lexer:
 _ASSERTION_SPELLINGS = ("(?=", "(?!", "(?<", "\\b", "\\B")
 """Every way a Python regex writes a lookaround or a word boundary (the only sources of LOOK, LB
 and BOUND instructions; a character class's ``[\\b]`` is a false alarm, which only costs a walk)."""
+
+
+def _joint_classes_py(rows: list) -> tuple[list[int], tuple[int, ...]]:
+    """The bytes every row (a byte -> group map of one live terminal) steps alike: ``(class of
+    each byte, smallest byte of each class)``, classes numbered by that byte. The reference of
+    ``glrmask_ext.byte_groups.joint_classes``, which :meth:`Lexer._partition_of` uses."""
+    ids: dict[tuple[int, ...], int] = {}
+    cls = [0] * 256
+    reps: list[int] = []
+    for b, key in enumerate(zip(*rows) if rows else [()] * 256):
+        k = ids.get(key)
+        if k is None:
+            k = ids[key] = len(reps)
+            reps.append(b)
+        cls[b] = k
+    return cls, tuple(reps)
+
+
+try:
+    from glrmask_ext.byte_groups import joint_classes as _joint_classes
+except ImportError:  # pragma: no cover - the extension is not built
+    _joint_classes = _joint_classes_py
 
 
 def _encodable(cps) -> bool:
