@@ -1,7 +1,10 @@
 # cython: language_level=3, wraparound=True
 """The lexer compiler's hot paths in C: a sequence of parse-tree items compiled back to front
-(:func:`seq_plain`), and a parser for the regex subset JSON Schema lowerings emit that builds
-exactly ``re``'s parse tree (:func:`quick_parse`).
+(:func:`seq_plain`, repeats included), and a parser for the regex subset JSON Schema lowerings
+emit that builds exactly ``re``'s parse tree (:func:`quick_parse`); around them, what
+``glrmask.lexer.program`` does per block, per terminal and per lexer step on the program's typed
+arrays: a block's indexes (:func:`block_indexes`) and its copies (:func:`stamp`), class ids
+(:func:`class_ids`), byte partitions (:func:`partition`) and :func:`advance`.
 
 Why: compiling a large terminal (a JSON Schema "not a known key" guard is thousands of
 literals and alternations) is mostly this loop — one CHAR instruction per single-character
@@ -9,9 +12,11 @@ node, a SPLIT per alternation, a recursion per group — and in Python each inst
 several hundred nanoseconds of interpreter overhead. :func:`seq_plain` does exactly what
 ``glrmask.lexer.program._Compiler.seq`` does for a terminal that never reads behind (no widths
 tracked): the same instructions in the same order, the same budget checks (through
-``Program._new`` at every 1024th instruction and at the limit), every other item handed back
-to the compiler's own ``item``. Recursion is counted against Python's limit, as the Python
-loop's would be.
+``Program._new`` at every 1024th instruction and at the limit), repeats as ``_Compiler.repeat``
+builds them (:func:`_repeat`; their bodies copied through ``_Block`` as there), every other item
+handed back to the compiler's own ``item``. Recursion is counted against Python's limit, as the
+Python loop's would be. Instructions are written straight into the program's typed arrays
+(``array('B')`` kinds, ``array('i')`` operands).
 
 ``re``'s own parser reads a pattern a character at a time through a tokenizer object; for the
 large patterns of JSON Schema grammars that is the other half of the compile. The quick parser

@@ -36,9 +36,11 @@ reused where the result is provably the same — a counted repeat's body is comp
 copied (:class:`_Block`), a terminal seen before in this process is copied from
 :data:`_TERMINAL_CACHE`, a large top-level lookahead seen before (the lowering's key guards)
 from :data:`_SEGMENT_CACHE`; patterns of the lowering's regex subset are parsed by a quick
-parser that builds ``re``'s own tree, and the hot compile loop runs in C
-(``glrmask_ext.lexer_compile``; the Python versions remain, as the fallback and as the
-reference ``Program(copy_blocks=False)`` the tests compare with).
+parser that builds ``re``'s own tree, and the hot paths run in C (``glrmask_ext.lexer_compile``:
+the compile loop with its repeats, block copies, per-terminal byte partitions, and
+:meth:`Program.advance` for the lexer's steps). The Python versions remain, as the fallback and
+as the reference the tests compare with: ``Program(copy_blocks=False)`` for the compile,
+:func:`_byte_partition` for the partitions, ``_python_advance`` for the steps.
 """
 from __future__ import annotations
 
@@ -648,9 +650,10 @@ class _TerminalCache:
 
 
 _TERMINAL_CACHE = _TerminalCache(max_entries=4096, max_instructions=400_000)
-"""Compiled terminals of this process: about 85 bytes per instruction held, so at most some
-35 MB; a terminal of more than a quarter of that is not kept (a JSON string of up to 2000
-characters is some 78 000 instructions)."""
+"""Compiled terminals of this process: about 25 bytes per instruction held (as bytes: the kinds,
+four int32 operands, the SPLIT targets and the index lists), so at most some 10 MB; a terminal
+of more than a quarter of that is not kept (a JSON string of up to 2000 characters is some
+78 000 instructions)."""
 
 
 def clear_terminal_cache() -> None:
@@ -965,7 +968,7 @@ class _SegmentCache:
 
 _SEGMENT_CACHE = _SegmentCache(max_entries=512, max_chars=300_000)
 """Large lookaheads of this process: a compiled body holds about 0.9 instructions per source
-character (some 75 bytes), so at most some 25 MB."""
+character (some 20 bytes, as a block's bytes), so at most some 6 MB."""
 
 
 def _parse_by_segments(pattern: str) -> "sre_parse.SubPattern | None":
