@@ -1163,6 +1163,8 @@ cdef class Automaton:
             g = self.sym_idx[x]
             self.grp_items[self.grp_cur[g]] = self.k_core[j]
             self.grp_cur[g] += 1
+        if n_b == 1:
+            return self._lr0_one_b(s, limit, n_grp, tlo)
         self.src_head.assign(n_grp, -1)
         self.src_tail.assign(n_grp, -1)
         self.src_n.assign(n_grp, 0)
@@ -1241,6 +1243,44 @@ cdef class Automaton:
                     self.lr0_memo.add(self.mkey.data(), <int64_t>self.mkey.size(), h)
                     self.lr0_memo_t.push_back(t)
             self.tr.push_back((<uint64_t>self.sym_order[gi]) << 32 | <uint64_t>t)
+        sort(self.tr.begin() + tlo, self.tr.end())
+        self.tr_off.push_back(<int64_t>self.tr.size())
+        return 0
+
+    cdef int _lr0_one_b(self, int64_t s, int64_t limit, int64_t n_grp, int64_t tlo) except -2:
+        """The rest of :meth:`_lr0_step` when one nonterminal ``b`` follows the kernel dots (the
+        commonest case), without the source lists: the kernel's groups (in ``grp_*``, their
+        symbols stamped) take ``b``'s group of their symbol, then ``b``'s other groups follow."""
+        cdef int64_t b = self.bs[0], g, g0 = self.pg_first[b], g1 = g0 + self.pg_n[b], i, q
+        cdef int32_t t
+        self._tick("LR table (item sets)", self.k_off[s + 1] - self.k_off[s] + g1 - g0)
+        self.kg_pre.assign(n_grp, -1)
+        for g in range(g0, g1):
+            if self.sym_stamp[self.pg_sym[g]] == self.sgen:
+                self.kg_pre[self.sym_idx[self.pg_sym[g]]] = <int32_t>g
+        for g in range(n_grp):
+            self.ordbuf.clear()
+            for i in range(self.grp_off[g], self.grp_off[g + 1]):
+                self.ordbuf.push_back(self.grp_items[i] + 1)
+            q = self.kg_pre[g]
+            if q >= 0:
+                self._pg_cores(q)
+            t = self._lr0_target(limit)
+            if t < 0:
+                return -1
+            self.tr.push_back((<uint64_t>self.sym_order[g]) << 32 | <uint64_t>t)
+        for g in range(g0, g1):
+            if self.sym_stamp[self.pg_sym[g]] == self.sgen:
+                continue
+            t = self.pg_t[g]
+            if t < 0:
+                self.ordbuf.clear()
+                self._pg_cores(g)
+                t = self._lr0_target(limit)
+                if t < 0:
+                    return -1
+                self.pg_t[g] = t
+            self.tr.push_back((<uint64_t>self.pg_sym[g]) << 32 | <uint64_t>t)
         sort(self.tr.begin() + tlo, self.tr.end())
         self.tr_off.push_back(<int64_t>self.tr.size())
         return 0
