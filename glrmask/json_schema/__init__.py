@@ -48,10 +48,31 @@ def lower_json_schema_ir(schema: Any, *, whitespace: str = 'flexible',
     :class:`glrmask.errors.GrammarTooComplex` (the lowering's own, and the compile's
     ``grammar.max_symbols``).
     """
-    opts = Options(whitespace=whitespace, max_whitespace=max_whitespace, max_indent=max_indent, indent=indent,
-                   property_order=property_order, lenient=lenient, format_mode=format_mode)
+    opts = _options(whitespace, max_whitespace, max_indent, indent, property_order, lenient, format_mode)
     with cyclic_gc_paused():  # a large schema's lowering allocates tens of thousands of cycle-free objects
         return lower(load_schema(schema), opts)
+
+
+def _options(whitespace: Any, max_whitespace: Any, max_indent: Any, indent: Any, property_order: Any, lenient: Any,
+             format_mode: Any) -> Options:
+    """The (frozen) :class:`Options` of these arguments: the same few for every request, and the
+    dataclass's ``__init__`` stores each field through ``object.__setattr__``. Memoized only
+    where every argument is of a plain hashable kind (the lowering validates the values)."""
+    key = (whitespace, max_whitespace, max_indent, indent, property_order, lenient, format_mode)
+    if all(type(v) in _PLAIN for v in key):
+        key += tuple(type(v) for v in key)  # (True and 1 are one key otherwise)
+        opts = _OPTIONS.get(key)
+        if opts is None:
+            opts = Options(*key[:7])
+            if len(_OPTIONS) < 256:
+                _OPTIONS[key] = opts
+        return opts
+    return Options(whitespace=whitespace, max_whitespace=max_whitespace, max_indent=max_indent, indent=indent,
+                   property_order=property_order, lenient=lenient, format_mode=format_mode)
+
+
+_PLAIN = frozenset({str, int, bool, type(None)})
+_OPTIONS: dict[tuple, Options] = {}
 
 
 def lower_json_schema(schema: Any, *, whitespace: str = 'flexible',

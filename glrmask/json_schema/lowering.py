@@ -314,10 +314,7 @@ class Lowerer:
     def punct(self, text: str) -> str:
         name = self._punct.get(text)
         if name is None:
-            regex = ''.join(cs.char_regex(ord(c)) for c in text)
-            hint = {'{': 'LBRACE', '}': 'RBRACE', '[': 'LSQB', ']': 'RSQB', ',': 'COMMA', ':': 'COLON',
-                    'true': 'TRUE', 'false': 'FALSE', 'null': 'NULL', ': ': 'COLON_SP'}.get(text, 'P')
-            name = self._punct[text] = self.g.terminal(regex, hint)
+            name = self._punct[text] = self.g.terminal(*_punct_terminal(text))
         return name
 
     def gap(self) -> list[str]:
@@ -1378,7 +1375,12 @@ class Lowerer:
         """
         excl = ''
         if names:
-            excl = '(?!(?:' + '|'.join(cs.encode_string_literal(k) for k in names) + ')\\x22)'
+            excl = '(?!(?:' + '|'.join([cs.encode_string_literal(k) for k in names]) + ')\\x22)'
+        if not layers:
+            # (what the general case below makes of no layer: one region, of every other key, whose
+            # value is any value)
+            key_term = self.g.terminal('\\x22' + excl + '(?:' + cs.ANY_CHAR + ')*' + '\\x22', 'AKEY')
+            return [[key_term] + self.colon() + [self.lower(True, _ptr_join(ptr, 'additionalProperties'), d1)]]
         key_looks = ''.join('(?=' + kr + ')' for _pp, _addl, kr in layers if kr is not None)
         classes: list[tuple[int, Any, list[str], str, list[str]]] = []
         for li, (pp, _addl, _kr) in enumerate(layers):
@@ -1851,6 +1853,15 @@ def _signature_types(n: dict) -> set[str] | None:
 
 
 _NOT_ASCII_ALNUM = re.compile('[^0-9A-Za-z]')
+
+
+@lru_cache(maxsize=64)
+def _punct_terminal(text: str) -> tuple[str, str]:
+    """(regex, name hint) of the punctuation or keyword `text` (the same in every lowering)."""
+    regex = ''.join(cs.char_regex(ord(c)) for c in text)
+    hint = {'{': 'LBRACE', '}': 'RBRACE', '[': 'LSQB', ']': 'RSQB', ',': 'COMMA', ':': 'COLON',
+            'true': 'TRUE', 'false': 'FALSE', 'null': 'NULL', ': ': 'COLON_SP'}.get(text, 'P')
+    return regex, hint
 
 
 def _hint(ptr: str) -> str:

@@ -12,6 +12,7 @@ written without an exponent; integers are written without a fraction (``1.0`` is
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from fractions import Fraction
 
 GUARD = '(?![0-9.eE+\\-])'
@@ -83,8 +84,10 @@ def _alt(parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else '(?:' + '|'.join(parts) + ')'
 
 
+@lru_cache(maxsize=4096, typed=True)
 def int_range_regex(lo: int | None, hi: int | None) -> str | None:
-    """Regex (with guard) for JSON integers n with lo <= n <= hi; None when the range is empty."""
+    """Regex (with guard) for JSON integers n with lo <= n <= hi; None when the range is empty.
+    (Memoized: every ``integer`` of every schema asks for a range, most often the same few.)"""
     if lo is not None and hi is not None and lo > hi:
         return None
     alts: list[str] = []

@@ -41,6 +41,22 @@ def ptr_join(ptr: str, *parts: object) -> str:
     return ptr
 
 
+_EMPTY_REGISTRY: referencing.Registry = referencing.Registry()  # (immutable: each document's starts from it)
+_SPECIFICATIONS: dict[str, Any] = {}
+
+
+def _specification(dialect: str) -> Any:
+    """``referencing``'s specification of the `$schema` URI `dialect`, 2020-12 when it names none
+    it knows (memoized: the lookup of an unknown or empty dialect raises and catches an exception
+    inside ``referencing``, a fifth of lowering a small schema's fixed cost)."""
+    spec = _SPECIFICATIONS.get(dialect)
+    if spec is None:
+        spec = referencing.jsonschema.specification_with(dialect, default=referencing.jsonschema.DRAFT202012)
+        if len(_SPECIFICATIONS) < 1024:
+            _SPECIFICATIONS[dialect] = spec
+    return spec
+
+
 def _crawl_finds_only(root: Any, spec: Any, root_uri: str) -> bool:
     """Would ``Registry.crawl`` of the document, under `spec`, register nothing but the root (no
     embedded resource, no anchor) and raise nothing? Then the registry is left uncrawled: it
@@ -76,8 +92,7 @@ class SchemaRefs:
     def __init__(self, root: Any) -> None:
         self.root = root
         dialect = root.get('$schema') if isinstance(root, dict) else None
-        first = referencing.jsonschema.specification_with(
-            dialect if isinstance(dialect, str) else '', default=referencing.jsonschema.DRAFT202012)
+        first = _specification(dialect if isinstance(dialect, str) else '')
         # Documents without `$schema` often mix drafts (draft-4 tuple `items`); a later draft's
         # walker then meets a value of the wrong kind, and the next older one is tried.
         candidates = [first] + [s for s in (referencing.jsonschema.DRAFT7, referencing.jsonschema.DRAFT4)
@@ -107,7 +122,7 @@ class SchemaRefs:
         root_id = spec.id_of(root) if isinstance(root, dict) else None
         uri = urllib.parse.urljoin(ROOT_URI, root_id) if isinstance(root_id, str) else ROOT_URI
         self.root_uri = uri.split('#', 1)[0] or ROOT_URI
-        self.registry = referencing.Registry().with_resource(self.root_uri, resource)
+        self.registry = _EMPTY_REGISTRY.with_resource(self.root_uri, resource)
         if not _crawl_finds_only(root, spec, self.root_uri):
             self.registry = self.registry.crawl()
         self._base: dict[int, str] = {}
