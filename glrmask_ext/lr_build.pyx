@@ -1990,6 +1990,18 @@ cdef class Automaton:
         return (_array(aptr), _array(aterm), _array(ashift), _array(aroff), _array(flat), _array(gptr),
                 _array(gnt), _array(gtgt))
 
+    cdef bint _same_signature(self, int64_t a, int64_t b) noexcept:
+        """Whether states ``a`` and ``b`` have the same reduce list and the same symbols."""
+        cdef int64_t i, n = self.rd_off[a + 1] - self.rd_off[a], m = self.tr_off[a + 1] - self.tr_off[a]
+        if n != self.rd_off[b + 1] - self.rd_off[b] or m != self.tr_off[b + 1] - self.tr_off[b]:
+            return False
+        if not _same(self.rd.data() + self.rd_off[a], self.rd.data() + self.rd_off[b], n):
+            return False
+        for i in range(m):
+            if (self.tr[self.tr_off[a] + i] >> 32) != (self.tr[self.tr_off[b] + i] >> 32):
+                return False
+        return True
+
     cdef int32_t _partition(self, vector[int32_t]& cls) except -1:
         """The coarsest partition of the states that refines "same reduces and same symbols" and
         is stable under the transitions (Moore's refinement, incrementally: after the first round
@@ -2002,21 +2014,39 @@ cdef class Automaton:
         cdef vector[int64_t] b_stamp
         cdef vector[int32_t] b_total, b_ngroups, b_best
         cdef vector[int64_t] c_stamp
-        # initial classes: identical reduce lists and identical symbols
-        sig.reset(n)
+        cdef vector[int32_t] slots
+        cdef vector[uint64_t] hs
+        cdef uint64_t h
+        cdef int64_t mask
+        # initial classes: identical reduce lists and identical symbols, hashed and compared in
+        # place (an open-addressing table of each class's first state)
         cls.resize(n)
+        k = 16
+        while k < 2 * n:
+            k *= 2
+        slots.assign(k, -1)
+        mask = k - 1
+        hs.resize(n)
         for s in range(n):
-            self.keybuf.clear()
-            self.keybuf.push_back(<uint64_t>(self.rd_off[s + 1] - self.rd_off[s]))
-            for k in range(self.rd_off[s], self.rd_off[s + 1]):
-                self.keybuf.push_back(self.rd[k])
+            h = _hash_words(self.rd.data() + self.rd_off[s], self.rd_off[s + 1] - self.rd_off[s])
             for k in range(self.tr_off[s], self.tr_off[s + 1]):
-                self.keybuf.push_back(self.tr[k] >> 32)
-            e = sig.intern(self.keybuf.data(), <int64_t>self.keybuf.size())
-            cls[s] = e
-            if e == <int32_t>size.size():
-                size.push_back(0)
-            size[e] += 1
+                h = (h ^ (self.tr[k] >> 32)) * 0x9e3779b97f4a7c15ULL
+                h ^= h >> 29
+            h = _mix(h + <uint64_t>(self.tr_off[s + 1] - self.tr_off[s]))
+            hs[s] = h
+            i = <int64_t>(h & <uint64_t>mask)
+            while True:
+                e = slots[i]
+                if e < 0:
+                    slots[i] = <int32_t>s
+                    cls[s] = <int32_t>size.size()
+                    size.push_back(0)
+                    break
+                if hs[e] == h and self._same_signature(e, s):
+                    cls[s] = cls[e]
+                    break
+                i = (i + 1) & mask
+            size[cls[s]] += 1
         n_cls = <int32_t>size.size()
         # A state alone in its initial class stays alone: it is never regrouped, so it is neither
         # a candidate nor recorded as a predecessor (most states of large JSON Schema grammars).
