@@ -33,7 +33,9 @@ lookahead equations once per state instead of re-closing states until nothing gr
 closure is "the kernel, then one nonterminal's closure items" reuse that nonterminal's successor
 groups (``pg_*``) instead of closing and grouping again (:meth:`Automaton._lr0_step`,
 :meth:`Automaton._lr1_step`); and LALR(1) reduces come from the kernel where no ε-rule is in the
-closure.
+closure. Besides, FIRST sets are solved by a work queue over the graph of nullable prefixes, and
+the row merging leaves alone the states whose initial class has no other member (they can never
+be merged); neither changes a set or a class.
 
 Budgets. The deadline (``check``, the compile budget's :meth:`~glrmask.budget.CompileBudget.check`)
 is called after every few thousand item operations (:data:`CHECK_WORK`), so one huge closure
