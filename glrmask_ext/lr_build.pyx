@@ -974,8 +974,7 @@ cdef class Automaton:
         when this count exceeds ``max_states`` the canonical attempt is known to fail and need not
         be made, and LALR(1) needs only the lookaheads. Costs a fraction of a canonical attempt:
         no lookahead sets are or'ed, interned or compared."""
-        cdef int64_t head = 0, i, g, gi, n_items, n_grp, x, klen, lo, hi, j, tlo, n
-        cdef int32_t t, c
+        cdef int64_t head = 0, n
         cdef uint64_t h
         self.check("LR table (item sets)")
         self.explored = False
@@ -1021,7 +1020,6 @@ cdef class Automaton:
         """Group the closure items of nonterminal ``b`` (computed) by the symbol after their dot,
         into ``pg_*`` (see the attributes)."""
         cdef int64_t p, phi, i, x, g, g0 = <int64_t>self.pg_sym.size(), n_g, lo
-        cdef int32_t c
         cdef vector[int32_t] cnt
         p = self.pre_off[b]
         phi = <int64_t>self.pre_len[b]
@@ -1106,8 +1104,8 @@ cdef class Automaton:
         several ``b``'s groups make up once per set of those groups (``lr0_memo``). Most groups of
         the large JSON Schema grammars are of these kinds."""
         cdef int64_t T = self.T, lo = self.k_off[s], hi = self.k_off[s + 1], j, x, b
-        cdef int64_t i, g, gi, n_grp, pb, q, r, tlo = <int64_t>self.tr.size(), n_b
-        cdef int32_t c, t, e
+        cdef int64_t i, g, gi, n_grp, q, r, tlo = <int64_t>self.tr.size(), n_b
+        cdef int32_t t, e
         cdef uint64_t h = 0
         for j in range(lo, hi):
             if self.dot0[self.k_core[j]]:
@@ -1608,7 +1606,7 @@ cdef class Automaton:
         (``pg_t``) gives each of its many predecessors the same spontaneous sets: they are or'ed
         in once, and only the inheriting items are visited per predecessor. The fixed point then
         or's bitsets along edges, without the GIL."""
-        cdef int64_t W = self.W, T = self.T, n, K, s, k, j, p, phi, b, x, y, d, e, i, w
+        cdef int64_t W = self.W, T = self.T, n, K, s, k, j, p, b, x, d, e, i, w
         cdef int64_t head, tail, count, steps
         cdef int32_t c, c2, code, sm, bf, t
         cdef bint bn
