@@ -376,12 +376,62 @@ cdef inline bint _escapable(Py_UCS4 c):
 DEF MAX_QUICK_DEPTH = 200  # deeper groups are left to re (its parser words the error)
 
 
+DEF MAX_MEMO_GROUP = 512  # longer groups are parsed each time
+
+
+cdef Py_ssize_t _group_end(str p, Py_ssize_t j, Py_ssize_t n):
+    """The index of the ``)`` closing a group whose text starts at ``j``, or -1 when the group
+    holds a lookaround, runs past :data:`MAX_MEMO_GROUP` characters or is not closed. Skips
+    escapes and whole classes as the parser reads them (``[^]...]``); the parser itself confirms
+    the end before a group is remembered."""
+    cdef Py_ssize_t start = j, depth = 1
+    cdef Py_UCS4 c
+    while j < n and j - start <= MAX_MEMO_GROUP:
+        c = p[j]
+        if c == u'\\':
+            j += 2
+        elif c == u'[':
+            j += 1
+            if j < n and p[j] == u'^':
+                j += 1
+            if j < n and p[j] == u']':
+                j += 1
+            while j < n and p[j] != u']':
+                j += 2 if p[j] == u'\\' else 1
+            j += 1
+        elif c == u'(':
+            if j + 1 < n and p[j + 1] == u'?' and j + 2 < n and p[j + 2] != u':':
+                return -1  # a lookaround (or a construct the parser leaves to re)
+            depth += 1
+            j += 1
+        elif c == u')':
+            depth -= 1
+            if depth == 0:
+                return j
+            j += 1
+        else:
+            j += 1
+    return -1
+
+
+cdef inline bint _comparable(tuple item):
+    """Whether ``re``'s parser could find ``item`` equal to another alternative's first item:
+    items holding a SubPattern (alternations, repeats, groups, lookarounds) compare by that
+    SubPattern's identity, and ``re`` builds a new one for every occurrence, so they are never
+    factored out. (Trees here may share a group's items between occurrences: the same object
+    in two alternatives must not be mistaken for a common prefix.)"""
+    cdef object op = item[0]
+    return not (op is _BRANCH or op is _MAX_REPEAT_OP or op is _MIN_REPEAT_OP
+                or op is _SUBPATTERN or op is _ASSERT or op is _ASSERT_NOT)
+
+
 cdef class _Parser:
     cdef str p
     cdef Py_ssize_t i, n, depth
     cdef object state
+    cdef dict groups
 
-    def __init__(self, str pattern):
+    def __init__(self, str pattern, dict groups):
         self.p = pattern
         self.i = 0
         self.depth = 0
@@ -389,6 +439,7 @@ cdef class _Parser:
         self.state = _State()
         self.state.flags = _STR_FLAGS
         self.state.str = pattern
+        self.groups = groups
 
     cdef object alternation(self):
         return _subpattern(self.state, self.alternation_items())
@@ -407,6 +458,7 @@ cdef class _Parser:
             self.depth -= 1
 
     cdef list _alternation_items(self):
+        cdef Py_ssize_t k
         """The items of an alternation's SubPattern (a lone sequence's own items)."""
         cdef list first = self.sequence_items()
         if self.i >= self.n or self.p[self.i] != u'|':
@@ -424,7 +476,10 @@ cdef class _Parser:
             if not first:
                 break
             head = first[0]
-            for d in datas:
+            if not _comparable(head):
+                break
+            for k in range(1, len(datas)):
+                d = datas[k]
                 if not d or d[0] != head:
                     break
             else:
@@ -464,6 +519,8 @@ cdef class _Parser:
         cdef Py_ssize_t k
         cdef list data = []
         cdef list sub_items
+        cdef Py_ssize_t end
+        cdef object key
         cdef bint groups = False
         cdef bint positive
         cdef Py_UCS4 c, c2
@@ -484,9 +541,19 @@ cdef class _Parser:
                     raise _Bail
                 c2 = p[i + 2]
                 if c2 == u':':
-                    self.i = i + 3
-                    sub_items = self.alternation_items()
-                    i = self.close()
+                    sub_items = None
+                    end = _group_end(p, i + 3, n) if self.groups is not None else -1
+                    if end >= 0:
+                        key = p[i + 3:end]
+                        sub_items = self.groups.get(key)
+                    if sub_items is not None:
+                        i = end + 1
+                    else:
+                        self.i = i + 3
+                        sub_items = self.alternation_items()
+                        i = self.close()
+                        if end >= 0 and i == end + 1:
+                            self.groups[key] = sub_items
                     if i < n and (p[i] == u'*' or p[i] == u'+' or p[i] == u'?' or p[i] == u'{'):
                         data.append((_SUBPATTERN, (None, 0, 0, _subpattern(self.state, sub_items))))
                         groups = True
@@ -643,10 +710,17 @@ cdef class _Parser:
         return i
 
 
-def quick_parse(str pattern):
+def quick_parse(str pattern, dict groups=None):
     """re's parse tree of ``pattern`` (``re._parser.parse``), or None when the pattern is
-    outside the subset this parser builds exactly (then re parses it, and words any error)."""
-    cdef _Parser parser = _Parser(pattern)
+    outside the subset this parser builds exactly (then re parses it, and words any error).
+
+    ``groups``: a memo from the text inside ``(?:...)`` to its items, shared by the patterns
+    parsed together (a JSON Schema grammar's terminals spell the same few dozen groups —
+    ``(?:e|\\u0065)`` — thousands of times). A group's items depend on its text alone, so
+    trees that share them are the trees parsing each would build; the items are never changed
+    once built (every list the parser edits is its own), and groups holding a lookaround are
+    not shared (the compiler gives each lookahead object its own condition)."""
+    cdef _Parser parser = _Parser(pattern, groups)
     try:
         tree = parser.alternation()
         if parser.i != parser.n:  # a ")" with no group open

@@ -217,8 +217,9 @@ def tree(x):
     return (type(x).__name__, x)
 
 
-def assert_quick_parse_is_res(pattern: str) -> None:
-    quick = _quick_parse(pattern)
+def assert_quick_parse_is_res(pattern: str, groups: dict | None = None) -> None:
+    """``groups``: the parse memo shared with the patterns parsed before (a program's)."""
+    quick = _quick_parse(pattern, groups)
     try:
         with warnings.catch_warnings():  # re warns of possible set operations: not the point
             warnings.simplefilter("ignore", FutureWarning)
@@ -259,6 +260,46 @@ def test_the_quick_parser_builds_res_tree_on_the_sample(sample):
     for terminals in sample:
         for _name, pattern in terminals:
             assert_quick_parse_is_res(pattern)
+
+
+SHARED_GROUPS = [
+    "(?:(?:a|b)c|(?:a|b)d)", "(?:(?:a|b)c|(?:a|b)d)", "(?:a|b)(?:a|b)|(?:a|b)x",
+    "(?:x{2}|y)(?:x{2}|y)|(?:x{2}|y)z", "(?:[ab]|c)+|(?:[ab]|c)q", "(?:a)(?:a)|(?:a)b",
+    "(?:(?=a)a|b)|(?:(?=a)a|b)c", r'"(?:k|\\u006[Bb])(?:k|\\u006[Bb])"|"(?:k|\\u006[Bb])x"',
+    "(?:)|(?:)a", "(?:a|)(?:a|)|(?:a|)", "(?:(?:a|b)|c)*(?:(?:a|b)|c)",
+]
+"""Patterns that repeat groups, also as the first item of several alternatives: a group's
+items, shared between its occurrences, must not become a common prefix that ``re`` (whose
+occurrences are distinct objects) would not factor out."""
+
+
+def test_the_quick_parser_builds_res_tree_when_groups_are_shared():
+    groups: dict = {}
+    for pattern in SHARED_GROUPS + TRICKY + GUARDED + SHARED_GROUPS:
+        assert_quick_parse_is_res(pattern, groups)
+    assert groups  # the memo was used
+
+
+_RANDOM_GROUPS: dict = {}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(plain, full, nested))
+def test_the_quick_parser_builds_res_tree_on_random_patterns_sharing_groups(pattern):
+    assert_quick_parse_is_res(pattern, _RANDOM_GROUPS)
+    assert_quick_parse_is_res(pattern + "|" + pattern, _RANDOM_GROUPS)
+
+
+def test_the_quick_parser_builds_res_tree_on_the_sample_sharing_groups(sample):
+    for terminals in sample:
+        groups: dict = {}
+        for _name, pattern in terminals:
+            assert_quick_parse_is_res(pattern, groups)
+
+
+def test_a_lexer_keeps_no_parse_memo():
+    lx = Lexer([("A", "(?:a|b)c"), ("B", "(?:a|b)d")])
+    assert lx.prog._group_items == {}
 
 
 # ---------------------------------------------------------------- same errors

@@ -119,6 +119,9 @@ class Program:
         # alone), and of ASCII literals by (flag set, code point), -1 where not asked yet
         self._node_cids: dict[tuple, int] = {}
         self._ascii_cids = array("i", [-1]) * (8 * 128)
+        # the quick parser's memo of group texts -> items, for the terminals parsed together
+        # (glrmask_ext.lexer_compile.quick_parse): a schema's terminals spell the same groups
+        self._group_items: dict[str, list] = {}
 
     def __getstate__(self) -> dict:
         """Pickled without the class-id memos of the native compile: their keys hold ``re``'s
@@ -128,7 +131,14 @@ class Program:
         state = self.__dict__.copy()
         state["_node_cids"] = {}
         state["_ascii_cids"] = array("i", [-1]) * (8 * 128)
+        state["_group_items"] = {}
         return state
+
+    def drop_parse_memo(self) -> None:
+        """Forget the parse trees of groups kept while terminals were parsed (the lexer calls
+        it once all of its terminals are compiled: the trees are only needed to parse, and a
+        long-lived program should hold nothing the cyclic collector walks)."""
+        self._group_items = {}
 
     # -- node construction -------------------------------------------------------------------
     def _new(self, kind: int, a: int = 0, b: int = 0, c: int = 0, d: int = 0) -> int:
@@ -395,9 +405,9 @@ class Program:
             parsed = None
             if self.copy_blocks:
                 if len(pattern) >= _MIN_SEGMENT:
-                    parsed = _parse_by_segments(pattern)
+                    parsed = _parse_by_segments(pattern, self._group_items)
                 if parsed is None:
-                    parsed = _quick_parse(pattern)
+                    parsed = _quick_parse(pattern, self._group_items)
             if parsed is None:
                 try:
                     parsed = sre_parse.parse(pattern)
@@ -864,17 +874,18 @@ _STR_FLAGS = sre_parse.parse("").state.flags
 """The flags ``re`` gives a str pattern without inline flags (``re.UNICODE``)."""
 
 
-def _parse_piece(text: str) -> sre_parse.SubPattern:
+def _parse_piece(text: str, groups: dict | None = None) -> sre_parse.SubPattern:
     """``re``'s parse tree of ``text``, by the quick parser when it can."""
-    return _quick_parse(text) or sre_parse.parse(text)
+    return _quick_parse(text, groups) or sre_parse.parse(text)
 
 
-def _quick_parse(pattern: str) -> "sre_parse.SubPattern | None":
+def _quick_parse(pattern: str, groups: dict | None = None) -> "sre_parse.SubPattern | None":
     """``re``'s parse tree of ``pattern`` by the native quick parser
-    (``glrmask_ext.lexer_compile.quick_parse``), or None (then ``re`` parses it)."""
+    (``glrmask_ext.lexer_compile.quick_parse``), or None (then ``re`` parses it). ``groups``:
+    the parse memo of the patterns parsed together (``Program._group_items``)."""
     if _native is None or not _QUICK_PARSER_AGREES:
         return None
-    return _native.quick_parse(pattern)
+    return _native.quick_parse(pattern, groups)
 
 
 def _tree(x):
@@ -971,7 +982,7 @@ _SEGMENT_CACHE = _SegmentCache(max_entries=512, max_chars=300_000)
 character (some 20 bytes, as a block's bytes), so at most some 6 MB."""
 
 
-def _parse_by_segments(pattern: str) -> "sre_parse.SubPattern | None":
+def _parse_by_segments(pattern: str, groups: dict | None = None) -> "sre_parse.SubPattern | None":
     """The parse tree of ``pattern`` with each large top-level lookahead replaced by its
     :class:`_LookSegment`, or None when the pattern is not split (then sre parses it whole).
 
@@ -990,7 +1001,7 @@ def _parse_by_segments(pattern: str) -> "sre_parse.SubPattern | None":
         cuts = _native.segment_cuts(pattern, _MIN_SEGMENT)
     else:
         cuts = _segment_cuts(pattern)
-    return None if cuts is None else _join_segments(pattern, cuts)
+    return None if cuts is None else _join_segments(pattern, cuts, groups)
 
 
 def _segment_cuts(pattern: str) -> "list[tuple[int, int]] | None":
@@ -1029,7 +1040,8 @@ def _segment_cuts(pattern: str) -> "list[tuple[int, int]] | None":
     return cuts
 
 
-def _join_segments(pattern: str, cuts: list[tuple[int, int]]) -> "sre_parse.SubPattern | None":
+def _join_segments(pattern: str, cuts: list[tuple[int, int]],
+                   groups: dict | None = None) -> "sre_parse.SubPattern | None":
     """The tree of ``pattern`` from its pieces around the large lookaheads at ``cuts``
     (:func:`_parse_by_segments`), or None when a piece does not parse as expected."""
     data: list = []
@@ -1037,7 +1049,7 @@ def _join_segments(pattern: str, cuts: list[tuple[int, int]]) -> "sre_parse.SubP
     try:
         state = None
         for a, b in cuts:
-            piece = _parse_piece(pattern[pos:a])  # the first one even if empty: its state
+            piece = _parse_piece(pattern[pos:a], groups)  # the first one even if empty: its state
             if state is None:
                 state = piece.state
             elif piece.state.flags != state.flags:
@@ -1046,7 +1058,7 @@ def _join_segments(pattern: str, cuts: list[tuple[int, int]]) -> "sre_parse.SubP
             text = pattern[a:b]
             seg = _SEGMENT_CACHE.get(text)
             if seg is None:
-                tree = _parse_piece(text)
+                tree = _parse_piece(text, groups)
                 if len(tree.data) != 1 or tree.state.flags != state.flags:
                     return None
                 op, av = tree.data[0]
@@ -1059,7 +1071,7 @@ def _join_segments(pattern: str, cuts: list[tuple[int, int]]) -> "sre_parse.SubP
                 return None  # compiled under other flags (never, without inline flags)
             data.append((_LOOK_SEGMENT, seg))
             pos = b
-        last = _parse_piece(pattern[pos:])
+        last = _parse_piece(pattern[pos:], groups)
     except (re.error, TypeError, ValueError, OverflowError, RecursionError):
         return None
     if last.state.flags != state.flags:
