@@ -154,6 +154,11 @@ _ptr_join = ptr_join
 _APPLICATORS = frozenset({'$ref', '$dynamicRef', 'allOf', 'not', 'if', 'then', 'else', 'dependentRequired',
                           'dependentSchemas', 'dependencies', 'unevaluatedProperties', 'unevaluatedItems'})
 _DEPENDENCY_KEYWORDS = frozenset({'dependentRequired', 'dependentSchemas', 'dependencies'})
+# the keywords _normalize_own rewrites, but for type, properties and required (checked on every node)
+_OWN_REWRITES = frozenset({'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'minItems', 'maxItems',
+                           'minProperties', 'maxProperties', 'minContains', 'maxContains', 'pattern', 'format',
+                           'const', 'items', 'additionalItems', 'nullable', 'oneOf', 'patternProperties',
+                           'additionalProperties', 'propertyNames', 'contains', 'uniqueItems'})
 
 
 _canon = canonical_text  # schemas equal as the lowering sees them iff these texts are equal
@@ -522,57 +527,62 @@ class Lowerer:
 
     def _normalize_own(self, s: dict, ptr: str) -> dict:
         """`s` (a fresh dict of a node's own keywords, rewritten in place) in the lowering's terms."""
-        # draft-4 boolean exclusive bounds
-        for ex, base in (('exclusiveMinimum', 'minimum'), ('exclusiveMaximum', 'maximum')):
-            if isinstance(s.get(ex), bool):
-                if s[ex] and base in s:
-                    s[ex] = s.pop(base)
-                else:
-                    del s[ex]
-        for k in COUNT_KEYWORDS:
-            if k in s:
-                s[k] = int(s[k])
-                if s[k] > MAX_COUNT_BOUND:
-                    shown = s[k] if s[k] < 10 ** 15 else f"{float(s[k]):.3g}"
-                    raise GrammarTooComplex(f"#{_ptr_join(ptr, k)}: {k} {shown} is above the lowering's "
-                                            f"bound ({MAX_COUNT_BOUND})")
-        if 'pattern' in s:
-            s['__patterns'] = list(s.get('__patterns', ())) + [s.pop('pattern')]
-        if 'format' in s:
-            f = s.pop('format')
-            if self.opts.format_mode == 'assert':
-                s['__formats'] = list(s.get('__formats', ())) + [f]
-        if 'const' in s:
-            c = s.pop('const')
-            s['enum'] = [v for v in s['enum'] if _canon(v) == _canon(c)] if 'enum' in s else [c]
-        if isinstance(s.get('items'), list):
-            s['prefixItems'] = s.pop('items')
-            if 'additionalItems' in s:
-                s['items'] = s.pop('additionalItems')
-        else:
-            s.pop('additionalItems', None)
+        # (a node without any keyword rewritten below but type, properties and required, most
+        # nodes of a large schema, skips their checks)
+        rewrites = not _OWN_REWRITES.isdisjoint(s)
+        if rewrites:
+            # draft-4 boolean exclusive bounds
+            for ex, base in (('exclusiveMinimum', 'minimum'), ('exclusiveMaximum', 'maximum')):
+                if isinstance(s.get(ex), bool):
+                    if s[ex] and base in s:
+                        s[ex] = s.pop(base)
+                    else:
+                        del s[ex]
+            for k in COUNT_KEYWORDS:
+                if k in s:
+                    s[k] = int(s[k])
+                    if s[k] > MAX_COUNT_BOUND:
+                        shown = s[k] if s[k] < 10 ** 15 else f"{float(s[k]):.3g}"
+                        raise GrammarTooComplex(f"#{_ptr_join(ptr, k)}: {k} {shown} is above the lowering's "
+                                                f"bound ({MAX_COUNT_BOUND})")
+            if 'pattern' in s:
+                s['__patterns'] = list(s.get('__patterns', ())) + [s.pop('pattern')]
+            if 'format' in s:
+                f = s.pop('format')
+                if self.opts.format_mode == 'assert':
+                    s['__formats'] = list(s.get('__formats', ())) + [f]
+            if 'const' in s:
+                c = s.pop('const')
+                s['enum'] = [v for v in s['enum'] if _canon(v) == _canon(c)] if 'enum' in s else [c]
+            if isinstance(s.get('items'), list):
+                s['prefixItems'] = s.pop('items')
+                if 'additionalItems' in s:
+                    s['items'] = s.pop('additionalItems')
+            else:
+                s.pop('additionalItems', None)
         if s.get('type') == 'any':
             del s['type']
         if isinstance(s.get('type'), list) and 'any' in s['type']:
             del s['type']
-        if s.get('nullable') is True and 'type' in s:
-            t = s['type'] if isinstance(s['type'], list) else [s['type']]
-            s['type'] = list(t) + ['null']
-        s.pop('nullable', None)
-        if 'oneOf' in s:
-            one = s.pop('oneOf')
-            optr = _ptr_join(ptr, 'oneOf')
-            if len(one) > 1 and not self._disjoint(one, optr, _signature_types(s)):
-                exclusive = self._exclusive_branches(one, optr)
-                if exclusive is None:
-                    self.warn(optr, "oneOf branches are not provably disjoint and not all complementable: "
-                              "lowered as anyOf (an instance valid under several branches is accepted)")
+        if rewrites:
+            if s.get('nullable') is True and 'type' in s:
+                t = s['type'] if isinstance(s['type'], list) else [s['type']]
+                s['type'] = list(t) + ['null']
+            s.pop('nullable', None)
+            if 'oneOf' in s:
+                one = s.pop('oneOf')
+                optr = _ptr_join(ptr, 'oneOf')
+                if len(one) > 1 and not self._disjoint(one, optr, _signature_types(s)):
+                    exclusive = self._exclusive_branches(one, optr)
+                    if exclusive is None:
+                        self.warn(optr, "oneOf branches are not provably disjoint and not all complementable: "
+                                  "lowered as anyOf (an instance valid under several branches is accepted)")
+                    else:
+                        one = exclusive
+                if 'anyOf' in s:
+                    s['anyOf'] = [{'allOf': [{'anyOf': s.pop('anyOf')}, {'anyOf': one}]}]
                 else:
-                    one = exclusive
-            if 'anyOf' in s:
-                s['anyOf'] = [{'allOf': [{'anyOf': s.pop('anyOf')}, {'anyOf': one}]}]
-            else:
-                s['anyOf'] = one
+                    s['anyOf'] = one
         # draft-3 per-property `required: true`
         props = s.get('properties')
         if isinstance(props, dict):
@@ -582,26 +592,27 @@ class Lowerer:
                 s['required'] = list(req) + [k for k in extra_req if k not in req]
         if 'required' in s and not isinstance(s['required'], list):
             del s['required']
-        # object keywords: one layer (patternProperties, additionalProperties) per schema
-        if 'patternProperties' in s or 'additionalProperties' in s:
-            pp = s.pop('patternProperties', None) or {}
-            addl = s.pop('additionalProperties', None)
-            if 'properties' in s:
-                s['properties'] = {k: _and_all([v] + [sub for pat, sub in pp.items() if self._key_matches(pat, k, ptr)])
-                                   for k, v in s['properties'].items()}
-            s['__extras'] = list(s.get('__extras', ())) + [[pp, addl, None]]
-        if 'propertyNames' in s:
-            self._property_names(s, s.pop('propertyNames'), _ptr_join(ptr, 'propertyNames'))
-        if 'contains' in s:
-            c = s.pop('contains')
-            lo = s.pop('minContains', 1)
-            hi = s.pop('maxContains', None)
-            s['__contains'] = list(s.get('__contains', ())) + [[c, lo, hi, _ptr_join(ptr, 'contains')]]
-        s.pop('minContains', None)
-        s.pop('maxContains', None)
-        if s.get('uniqueItems') is True:
-            s['__unique'] = True
-        s.pop('uniqueItems', None)
+        if rewrites:
+            # object keywords: one layer (patternProperties, additionalProperties) per schema
+            if 'patternProperties' in s or 'additionalProperties' in s:
+                pp = s.pop('patternProperties', None) or {}
+                addl = s.pop('additionalProperties', None)
+                if 'properties' in s:
+                    s['properties'] = {k: _and_all([v] + [sub for pat, sub in pp.items() if self._key_matches(pat, k, ptr)])
+                                       for k, v in s['properties'].items()}
+                s['__extras'] = list(s.get('__extras', ())) + [[pp, addl, None]]
+            if 'propertyNames' in s:
+                self._property_names(s, s.pop('propertyNames'), _ptr_join(ptr, 'propertyNames'))
+            if 'contains' in s:
+                c = s.pop('contains')
+                lo = s.pop('minContains', 1)
+                hi = s.pop('maxContains', None)
+                s['__contains'] = list(s.get('__contains', ())) + [[c, lo, hi, _ptr_join(ptr, 'contains')]]
+            s.pop('minContains', None)
+            s.pop('maxContains', None)
+            if s.get('uniqueItems') is True:
+                s['__unique'] = True
+            s.pop('uniqueItems', None)
         self.ptrs[id(s)] = ptr
         self.keep.append(s)
         return s

@@ -149,6 +149,9 @@ class SchemaRefs:
         """Paths of every node; nodes `referencing` does not visit inherit their parent's base.
         A path is ``(parent's path, key)`` (the root's ``()``): the lowering asks for the JSON
         pointer of a small share of the nodes, so each is written only when first asked for."""
+        if not self._base:
+            self._walk_paths(root)
+            return
         todo: list[tuple[Any, tuple, str]] = [(root, (), self.root_uri)] if isinstance(root, (dict, list)) else []
         while todo:
             node, path, base = todo.pop()
@@ -163,6 +166,29 @@ class SchemaRefs:
             for k, v in items:
                 if isinstance(v, (dict, list)) and not (isinstance(node, dict) and k in DATA_KEYWORDS):
                     todo.append((v, (path, k), base))
+
+    def _walk_paths(self, root: Any) -> None:
+        """:meth:`_walk_pointers` of a document of one resource: every base URI is the root's,
+        :meth:`base_of`'s default, so none is stored (the same walk otherwise)."""
+        paths = self.node_paths
+        todo: list[tuple[Any, tuple]] = [(root, ())] if isinstance(root, (dict, list)) else []
+        while todo:
+            node, path = todo.pop()
+            i = id(node)
+            if i in paths:
+                continue
+            paths[i] = path
+            if isinstance(node, dict):
+                name = node.get('$dynamicAnchor')
+                if isinstance(name, str):
+                    self.dynamic_anchors[name] = self.dynamic_anchors.get(name, 0) + 1
+                for k, v in node.items():
+                    if isinstance(v, (dict, list)) and k not in DATA_KEYWORDS:
+                        todo.append((v, (path, k)))
+            else:
+                for k, v in enumerate(node):
+                    if isinstance(v, (dict, list)):
+                        todo.append((v, (path, k)))
 
     def in_document(self, node: Any) -> bool:
         """Is `node` part of the schema document (rather than built by the lowering)?"""
