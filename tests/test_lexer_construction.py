@@ -297,9 +297,19 @@ def test_the_quick_parser_builds_res_tree_on_the_sample_sharing_groups(sample):
             assert_quick_parse_is_res(pattern, groups)
 
 
-def test_a_lexer_keeps_no_parse_memo():
+def test_a_lexer_keeps_no_compile_memos():
     lx = Lexer([("A", "(?:a|b)c"), ("B", "(?:a|b)d")])
-    assert lx.prog._group_items == {}
+    assert lx.prog._group_items == {} and lx.prog._node_cids == {}
+
+
+def test_a_terminal_added_after_the_memos_are_dropped_compiles_to_the_reference():
+    terminals = [("A", "(?:a|b)c"), ("B", TRICKY[16]), ("C", "(?:a|b)d" + GUARD)]
+    clear_terminal_cache()
+    prog = Program()
+    terms = [prog.add_terminal(*terminals[0])]
+    prog.drop_compile_memos()
+    terms += [prog.add_terminal(*t) for t in terminals[1:]]
+    assert program_of(prog, terms) == compile_all(terminals, False)
 
 
 # ---------------------------------------------------------------- same errors

@@ -88,7 +88,7 @@ class Lexer:
         self.terms: list[TerminalProgram] = [
             self.prog.add_terminal(name, pattern) for name, pattern in terminals
         ]
-        self.prog.drop_parse_memo()
+        self.prog.drop_compile_memos()
         self.byte_groups: tuple[tuple[int, ...], ...] = self.prog.byte_groups()
         """Bytes every state steps alike (:meth:`Program.byte_groups`), representative first."""
         self._reps: tuple[int, ...] = tuple(g[0] for g in self.byte_groups)

@@ -84,7 +84,7 @@ class TerminalProgram:
     name: str
     pattern: str
     start: int
-    tracker_starts: list[int] = field(default_factory=list)  # one per lookbehind slot
+    tracker_starts: tuple[int, ...] = ()  # one per lookbehind slot (a tuple: not tracked)
     word_slots: dict[bool, tuple[int, int]] = field(default_factory=dict)  # ascii -> (slot, look)
     classes: tuple[int, ...] = ()
     """The character classes (``Program.classes`` ids) of this terminal's instructions, its
@@ -134,11 +134,14 @@ class Program:
         state["_group_items"] = {}
         return state
 
-    def drop_parse_memo(self) -> None:
-        """Forget the parse trees of groups kept while terminals were parsed (the lexer calls
-        it once all of its terminals are compiled: the trees are only needed to parse, and a
-        long-lived program should hold nothing the cyclic collector walks)."""
+    def drop_compile_memos(self) -> None:
+        """Forget what was kept to compile terminals faster — the parse trees of groups, the
+        class ids by node key (the lexer calls it once all of its terminals are compiled: a
+        long-lived program should hold nothing the cyclic collector walks). A terminal added
+        later compiles with fresh memos, to the same instructions."""
         self._group_items = {}
+        self._node_cids = {}
+        self._ascii_cids = array("i", [-1]) * (8 * 128)
 
     # -- node construction -------------------------------------------------------------------
     def _new(self, kind: int, a: int = 0, b: int = 0, c: int = 0, d: int = 0) -> int:
@@ -603,7 +606,7 @@ class _CachedTerminal:
         self.block = block
         self.term = TerminalProgram(  # a copy: the compiled one belongs to its lexer
             name=term.name, pattern=term.pattern, start=term.start,
-            tracker_starts=list(term.tracker_starts), word_slots=dict(term.word_slots),
+            tracker_starts=term.tracker_starts, word_slots=dict(term.word_slots),
             classes=term.classes)
 
     def instantiate(self, prog: Program, name: str, pattern: str) -> TerminalProgram:
@@ -613,7 +616,7 @@ class _CachedTerminal:
         delta = base - blk.base
         return TerminalProgram(
             name=name, pattern=pattern, start=src.start + delta,
-            tracker_starts=[s + delta for s in src.tracker_starts],
+            tracker_starts=tuple([s + delta for s in src.tracker_starts]),
             word_slots={k: (slot, look + look_shift) for k, (slot, look) in src.word_slots.items()},
             classes=tuple(sorted(set(ids))),
         )
@@ -1316,7 +1319,7 @@ class _Compiler:
         if slot is None:
             start = self.seq(body.data, flags, p._new(SUBACCEPT), 0, "lookbehind")
             slot = len(self.t.tracker_starts)
-            self.t.tracker_starts.append(start)
+            self.t.tracker_starts += (start,)
             self._behind_cache[key] = slot
         return p._new(LB, slot, positive, nxt)
 
@@ -1369,7 +1372,7 @@ class _Compiler:
             p.look_starts.append(look_start)
             tracker_start = p._new(CHAR, cls, p._new(SUBACCEPT))
             slot = len(self.t.tracker_starts)
-            self.t.tracker_starts.append(tracker_start)
+            self.t.tracker_starts += (tracker_start,)
             self.t.word_slots[ascii_only] = (slot, look)
         slot, look = self.t.word_slots[ascii_only]
         return self.p._new(BOUND, slot, look, is_boundary, nxt)
