@@ -393,6 +393,7 @@ cdef class Automaton:
     cdef bint has_rows
     cdef _KeySet memo  # (group of pg_*, inherited lookahead id) -> memo_t: canonical successor states
     cdef vector[int32_t] memo_t
+    cdef vector[int32_t] pg_last_l, pg_last_t  # per group of pg_*: the last (L_b, state) of memo
     cdef _KeySet lr0_memo  # sorted groups of pg_* -> lr0_memo_t: the LR(0) state of their union
     cdef vector[int32_t] lr0_memo_t
     cdef vector[uint64_t] mkey
@@ -796,6 +797,8 @@ cdef class Automaton:
         self.index.reset(1024)
         self.memo.reset(1024)
         self.memo_t.clear()
+        self.pg_last_l.assign(self.pg_t.size(), -1)
+        self.pg_last_t.assign(self.pg_t.size(), -1)
         # the start state: {$START -> . start $END} with the empty lookahead
         self.keybuf.clear()
         if lalr:  # (an if, not a conditional expression: Cython 3.3.1 miscompiles one passed by reference)
@@ -1390,6 +1393,16 @@ cdef class Automaton:
         _or(a, self.pool.key(l_id), self.W)
         return self.pool.intern(a, self.W)
 
+    cdef inline void _remember(self, int64_t gi, int32_t t) noexcept:
+        """Record ``t`` as the state of successor ``gi`` of the current :meth:`_lr1_step` (one
+        group of one ``b`` with its ``L_b``) in ``pg_last_*``."""
+        cdef int64_t r = self.src_head[gi], g = self.src_g[r]
+        if <int64_t>self.pg_last_l.size() < <int64_t>self.pg_t.size():
+            self.pg_last_l.resize(self.pg_t.size(), -1)
+            self.pg_last_t.resize(self.pg_t.size(), -1)
+        self.pg_last_l[g] = self.l_of[self.src_b[r]]
+        self.pg_last_t[g] = t
+
     cdef int _lr1_step(self, int64_t s, int64_t limit) except -2:
         """Visit canonical state ``s`` without its closure when no kernel item is at the start of
         its rule and no closure of a nonterminal ``b1, b2, ...`` after a kernel dot has a complete
@@ -1527,6 +1540,12 @@ cdef class Automaton:
             multi = self.src_n[gi] > 1
             e = -1
             if gi >= n_grp:  # b's groups alone: the state of those groups and their L_b
+                if not multi:  # the last L_b seen with this group, the commonest hit
+                    r = self.src_head[gi]
+                    g = self.src_g[r]
+                    if g < <int64_t>self.pg_last_l.size() and self.pg_last_l[g] == self.l_of[self.src_b[r]]:
+                        self.tr.push_back((<uint64_t>self.sym_order[gi]) << 32 | <uint64_t>self.pg_last_t[g])
+                        continue
                 self.mkey.clear()
                 r = self.src_head[gi]
                 while r >= 0:
@@ -1537,6 +1556,8 @@ cdef class Automaton:
                 h = _hash_words(self.mkey.data(), <int64_t>self.mkey.size())
                 e = self.memo.find(self.mkey.data(), <int64_t>self.mkey.size(), h)
                 if e >= 0:
+                    if not multi:
+                        self._remember(gi, self.memo_t[e])
                     self.tr.push_back((<uint64_t>self.sym_order[gi]) << 32 | <uint64_t>self.memo_t[e])
                     continue
             self.ordbuf.clear()
@@ -1585,6 +1606,8 @@ cdef class Automaton:
                 self.memo.find(self.mkey.data(), <int64_t>self.mkey.size(), h)
                 self.memo.add(self.mkey.data(), <int64_t>self.mkey.size(), h)
                 self.memo_t.push_back(t)
+                if not multi:
+                    self._remember(gi, t)
             self.tr.push_back((<uint64_t>self.sym_order[gi]) << 32 | <uint64_t>t)
         sort(self.tr.begin() + tlo, self.tr.end())
         self.tr_off.push_back(<int64_t>self.tr.size())
