@@ -1459,18 +1459,34 @@ cdef class Automaton:
                 return 0
             if self.pg_first[b] < 0:
                 self._pre_groups(b)
-            # L_b: what the kernel items before b pass on to b's closure items
+            # L_b: what the kernel items before b pass on to b's closure items; its pool id
+            # directly while a single set makes it up (one kernel item, a suffix not nullable)
             memset(L, 0, <size_t>W * 8)
+            l_id = 0
             for j in range(lo, hi):
                 c = self.k_core[j]
                 if self.core_next[c] != T + b:
                     continue
                 if self.beta_id[c] < 0:
                     self._beta(c)
-                _or(L, self.pool.key(self.beta_id[c]), W)
+                e = self.beta_id[c]
+                _or(L, self.pool.key(e), W)
+                if e and l_id != e:
+                    if l_id == 0:
+                        l_id = e
+                    else:
+                        l_id = -1
                 if self.beta_null[c] and self.k_la[j]:
-                    _or(L, self.pool.key(self.k_la[j]), W)
-            self.l_of[i] = self.pool.intern(L, W)
+                    e = self.k_la[j]
+                    _or(L, self.pool.key(e), W)
+                    if l_id != e:
+                        if l_id == 0:
+                            l_id = e
+                        else:
+                            l_id = -1
+            if l_id < 0:
+                l_id = self.pool.intern(L, W)
+            self.l_of[i] = l_id
         # the kernel's groups, by first appearance
         self.sgen += 1
         if self.sgen == 0:
