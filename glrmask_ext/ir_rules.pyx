@@ -16,7 +16,7 @@ from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from glrmask.errors import GrammarTooComplex
 from glrmask.grammar.ir import Rule, TerminalDef
 
-__all__ = ["new_rule", "new_terminal", "emit_rules", "GrammarBuilderCore", "lark_read_regex"]
+__all__ = ["new_rule", "new_terminal", "emit_rules", "GrammarBuilderCore", "lark_read_regex", "canonical_text_memo"]
 
 
 cdef extern from "Python.h":
@@ -218,3 +218,102 @@ def lark_read_regex(str regex):
         return regex
     out.append(regex[start:])
     return ''.join(out)
+
+
+cdef extern from "Python.h":
+    int Py_EnterRecursiveCall(const char *where) except -1
+    void Py_LeaveRecursiveCall()
+
+
+cdef object _encode_str = None
+cdef object _dumps = None
+
+
+def canonical_text_memo(v, dict memo, object encode_str, object dumps):
+    """:func:`glrmask.json_schema.canonical.canonical_text` inside its memo (``id`` -> ``(value,
+    text)``): ``json.dumps(v, sort_keys=True, separators=(',', ':'), default=repr)`` built from the
+    texts of the parts, `encode_str` spelling strings and `dumps` the values of any other kind.
+
+    The recursion counts against Python's limit as the Python version it replaces did, one level
+    per call and one per container walked, so that a schema too deeply nested for that version
+    still fails the same way (with ``RecursionError``)."""
+    global _encode_str, _dumps
+    _encode_str = encode_str
+    _dumps = dumps
+    return _text(v, memo, set())
+
+
+cdef str _text(object v, dict memo, set open_):
+    cdef object t = type(v)
+    cdef object i, got
+    cdef str s
+    cdef list parts
+    cdef bint plain
+    Py_EnterRecursiveCall(" in canonical_text")
+    try:
+        if t is str:
+            return _encode_str(v)
+        if t is dict or t is list or t is tuple:
+            i = id(v)
+            got = memo.get(i)
+            if got is not None and (<tuple>got)[0] is v:
+                return (<tuple>got)[1]
+            if i in open_:
+                raise ValueError("Circular reference detected")
+            open_.add(i)
+            try:
+                if t is dict:
+                    Py_EnterRecursiveCall(" in canonical_text")  # (the key check's generator)
+                    try:
+                        plain = True
+                        for k in v:
+                            if type(k) is not str:
+                                plain = False
+                                break
+                    finally:
+                        Py_LeaveRecursiveCall()
+                    if not plain:
+                        s = _dumps(v)  # other keys: json's own conversions and errors
+                    else:
+                        if v:
+                            Py_EnterRecursiveCall(" in canonical_text")
+                            try:
+                                parts = [_encode_str(k) + ':' + _text(v[k], memo, open_) for k in sorted(v)]
+                            finally:
+                                Py_LeaveRecursiveCall()
+                            s = '{' + ','.join(parts) + '}'
+                        else:
+                            s = '{}'
+                else:
+                    Py_EnterRecursiveCall(" in canonical_text")
+                    try:
+                        parts = [_text(x, memo, open_) for x in v]
+                    finally:
+                        Py_LeaveRecursiveCall()
+                    s = '[' + ','.join(parts) + ']'
+            finally:
+                open_.discard(i)
+            memo[i] = (v, s)
+            return s
+        if v is None:
+            return 'null'
+        if v is True:
+            return 'true'
+        if v is False:
+            return 'false'
+        if t is int:
+            return int.__repr__(v)
+        if t is float:
+            if v != v:
+                return 'NaN'
+            if v == _INF:
+                return 'Infinity'
+            if v == -_INF:
+                return '-Infinity'
+            return float.__repr__(v)
+        return _dumps(v)  # subclasses, Decimal, anything else: exactly as json.dumps writes it
+    finally:
+        Py_LeaveRecursiveCall()
+
+
+cdef object _INF = float("inf")

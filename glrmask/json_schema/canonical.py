@@ -11,7 +11,9 @@ number spellings, the same ``ValueError`` on a cycle), built from the texts of t
 :func:`memoized_texts` (one lowering) the text of every dict, list and tuple is remembered by
 identity. That is sound because the lowering never changes a schema value once it is built (it
 copies before it rewrites), and the memo holds each value, so an ``id`` is never reused for
-another object while it is remembered.
+another object while it is remembered. The texts are built natively
+(:func:`glrmask_ext.ir_rules.canonical_text_memo`), the recursion counted against Python's limit
+as the Python construction's frames were.
 """
 from __future__ import annotations
 
@@ -20,13 +22,14 @@ import json
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from glrmask_ext.ir_rules import canonical_text_memo
+
 __all__ = ["canonical_text", "memoized_texts"]
 
 _MEMO: contextvars.ContextVar[dict[int, tuple[Any, str]] | None] = contextvars.ContextVar(
     "glrmask_canonical_texts", default=None)
 
 _encode_str = json.encoder.encode_basestring_ascii  # what json.dumps uses with ensure_ascii
-_INF = float("inf")
 
 
 def _dumps(v: Any) -> str:
@@ -49,50 +52,4 @@ def canonical_text(v: Any) -> str:
     memo = _MEMO.get()
     if memo is None:
         return _dumps(v)
-    return _text(v, memo, set())
-
-
-def _text(v: Any, memo: dict[int, tuple[Any, str]], open_: set[int]) -> str:
-    t = type(v)
-    if t is str:
-        return _encode_str(v)
-    if t is dict or t is list or t is tuple:
-        i = id(v)
-        got = memo.get(i)
-        if got is not None and got[0] is v:
-            return got[1]
-        if i in open_:
-            raise ValueError("Circular reference detected")
-        open_.add(i)
-        try:
-            if t is dict:
-                if not all(type(k) is str for k in v):
-                    s = _dumps(v)  # other keys: json's own conversions and errors
-                elif v:
-                    # (unique keys: json.dumps's sort of the (key, value) items orders by key alone)
-                    s = '{' + ','.join([_encode_str(k) + ':' + _text(v[k], memo, open_) for k in sorted(v)]) + '}'
-                else:
-                    s = '{}'
-            else:
-                s = '[' + ','.join([_text(x, memo, open_) for x in v]) + ']'
-        finally:
-            open_.discard(i)
-        memo[i] = (v, s)
-        return s
-    if v is None:
-        return 'null'
-    if v is True:
-        return 'true'
-    if v is False:
-        return 'false'
-    if t is int:
-        return int.__repr__(v)
-    if t is float:
-        if v != v:
-            return 'NaN'
-        if v == _INF:
-            return 'Infinity'
-        if v == -_INF:
-            return '-Infinity'
-        return float.__repr__(v)
-    return _dumps(v)  # subclasses, Decimal, anything else: exactly as json.dumps writes it
+    return canonical_text_memo(v, memo, _encode_str, _dumps)

@@ -1348,7 +1348,8 @@ class Lowerer:
         if max_p is not None and max_p < min_p:
             return []
         names = list(props)
-        schemas = {k: (props[k], _ptr_join(ptr, 'properties', k)) for k in names}
+        pptr = _ptr_join(ptr, 'properties')
+        schemas = {k: (props[k], _ptr_join(pptr, k)) for k in names}
         for r in required:
             if r not in schemas:
                 names.append(r)
@@ -1775,6 +1776,8 @@ def _malformed_keywords(root: Any, limit: int = 50) -> tuple[list[str], set[int]
             continue
         seen.add(id(node))
         for k, v in node.items():
+            if k not in _CHECKED_KEYWORDS:  # (nothing to check nor to walk into: most keys)
+                continue
             msg = _malformed(k, v)
             if msg is not None:
                 out.append(f"#{_shorten(_pointer((path, k)))}: {msg}")
