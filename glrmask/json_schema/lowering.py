@@ -292,6 +292,7 @@ class Lowerer:
         self._doc_nodes = self.refs.node_paths  # (id -> path of every document node)
         self._punct: dict[str, str] = {}
         self._commas: dict[int, list[str]] = {}
+        self._key_terms: dict[str, str] = {}  # property name -> its KEY terminal
         self._colon: list[str] | None = None
         self._nesting = 0
         self._validated: set[int] = set()
@@ -1357,9 +1358,12 @@ class Lowerer:
         req = set(required)
         # members of declared properties
         member: dict[str, list[str]] = {}
+        key_terms = self._key_terms
         for k in names:
             sub, sptr = schemas[k]
-            key_term = self.g.terminal('\\x22' + cs.encode_string_literal(k) + '\\x22', 'KEY')
+            key_term = key_terms.get(k)
+            if key_term is None:  # (a name recurs across a schema's objects; its terminal is one)
+                key_term = key_terms[k] = self.g.terminal('\\x22' + cs.encode_string_literal(k) + '\\x22', 'KEY')
             member[k] = [key_term] + self.colon() + [self.lower(sub, sptr, d1)]
         extras = self._extra_members(layers, names, ptr, d1)
         empty_ok = not req and min_p == 0
