@@ -464,7 +464,7 @@ def searches_into(pattern: str, text: str) -> bool:
     surrogate-pair escape), with one exception it mirrors: a lone surrogate is not a character of
     the content regex, so a text holding one matches no pattern. Raises
     :class:`PatternUnsupported` where :func:`content_regex` does."""
-    decoded = json.loads(json.dumps(text))  # (pairs of surrogates read back as one character)
+    decoded = json_read_back(text)
     if has_lone_surrogate(decoded):
         _decoded_regex(pattern)  # (unsupported patterns raise all the same)
         return False
@@ -472,6 +472,16 @@ def searches_into(pattern: str, text: str) -> bool:
 
 
 _LONE_SURROGATE = re.compile('[\ud800-\udfff]')
+
+
+def json_read_back(text: str) -> str:
+    """``json.loads(json.dumps(text))``: `text` itself unless it holds surrogate code points (JSON
+    writes each as an escape, and reads a pair of them back as one character). The lowering asks
+    this of every property name and enum string; encoding and decoding each was most of the cost
+    of checking large enums."""
+    if _LONE_SURROGATE.search(text) is None:
+        return text
+    return json.loads(json.dumps(text))
 
 
 def has_lone_surrogate(decoded: str) -> bool:

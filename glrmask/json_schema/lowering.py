@@ -231,7 +231,7 @@ def _string_meets(s: dict, v: str) -> bool:
     into it (:func:`.ecma_regex.searches_into`) and its length in code points is within the
     bounds — the regex is one lookahead per format or pattern and one for the length, each
     reading the whole content, and compiling it cost milliseconds per enum value's schema."""
-    decoded = json.loads(json.dumps(v))
+    decoded = ecma_regex.json_read_back(v)
     if ecma_regex.has_lone_surrogate(decoded):
         return False  # (no character class of the content regex reads one)
     for f in s.get('__formats', []):
@@ -1159,7 +1159,7 @@ class Lowerer:
             excluded = _excluded_strings(s.get('__notstr', ()))
             if excluded is None or not _is_int(s.get('minLength', 0)) or not _is_int(s.get('maxLength', 0)):
                 return re.fullmatch(regex, json.dumps(v)) is not None
-            return json.loads(json.dumps(v)) not in excluded and _string_meets(s, v)
+            return ecma_regex.json_read_back(v) not in excluded and _string_meets(s, v)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and any(k in s for k in NUMBER_KEYS):
             integer = 'number' not in tset
             regex = self.number_regex(s, ptr, integer)
