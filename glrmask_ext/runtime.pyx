@@ -256,13 +256,17 @@ ctypedef struct CLazy:
     int32_t n_binit        # lexeme start states restricted to the terminals that can come next:
     int32_t* binit         # [0, n_lr_states) over stacks topped by that state, then one per LR
                            # terminal (after it, in memo walks); 0 unknown, else the state + 2
-    int32_t** trans        # [cap_states] -> 256 next states (UNKNOWN, DEAD or a state)
-    int32_t** evref        # [cap_states] -> 256 event-list references (-1: no events)
-    uint64_t** fut         # [cap_states] -> [alive | known | future] bitsets of fut_words words each:
+    # Per-state and per-condition slots live in chunks of LZ_CHUNK, allocated when a state or
+    # condition of the chunk is first written (the capacities are the lexer's limits: allocating
+    # and zeroing them whole cost a new schema's engine ~2 ms, up to 24 ms on a busy machine).
+    # A chunk pointer, like a slot, is published once (NULL before) with a release store.
+    void** trans           # [cap_states] -> 256 next states (UNKNOWN, DEAD or a state)
+    void** evref           # [cap_states] -> 256 event-list references (-1: no events)
+    void** fut             # [cap_states] -> [alive | known | future] bitsets of fut_words words each:
                            # the terminals whose lane lives, those whose future is known, and
                            # which of those have one (filled per terminal, on demand)
-    int32_t** ctrans       # [cap_conds] -> 256 next conditions (UNKNOWN until known)
-    uint8_t* cinfo         # [cap_conds] CI_KNOWN | CI_AT_END | CI_SAT
+    void** ctrans          # [cap_conds] -> 256 next conditions (UNKNOWN until known)
+    void** cinfo           # [cap_conds] CI_KNOWN | CI_AT_END | CI_SAT (chunks of bytes)
     int32_t** ev_chunks    # event lists [n, term, cond, …] in chunks of EV_CHUNK ints
     int32_t n_chunks
     int32_t chunk_used
@@ -388,6 +392,57 @@ cdef inline const int32_t* _i32(object a):
 
 
 # ------------------------------------------------------------------------------------ dynamic tables
+DEF LZ_CHUNK_BITS = 10
+DEF LZ_CHUNK = 1024  # 1 << LZ_CHUNK_BITS
+
+
+cdef inline void* _lz_get(void* const* top, int32_t i) noexcept nogil:
+    """Reader: slot ``i`` of a chunked table (NULL while its chunk or the slot is unpublished)."""
+    cdef void** ch = <void**>glr_load_ptr(&top[i >> LZ_CHUNK_BITS])
+    if ch == NULL:
+        return NULL
+    return glr_load_ptr(<void* const*>&ch[i & (LZ_CHUNK - 1)])
+
+
+cdef inline uint8_t _lz_flags(void* const* top, int32_t i) noexcept nogil:
+    """Reader: byte ``i`` of a chunked byte table (0 while its chunk is unpublished)."""
+    cdef uint8_t* ch = <uint8_t*>glr_load_ptr(&top[i >> LZ_CHUNK_BITS])
+    return 0 if ch == NULL else ch[i & (LZ_CHUNK - 1)]
+
+
+cdef void** _lz_chunk(void** top, int32_t i, size_t item) except NULL:
+    """Writer (serialized by the explorer's lock): the chunk holding slot ``i``, allocated
+    (zeroed) and published when first needed."""
+    cdef void** ch = <void**>top[i >> LZ_CHUNK_BITS]
+    if ch == NULL:
+        ch = <void**>calloc(LZ_CHUNK, item)
+        if ch == NULL:
+            raise MemoryError("glrmask runtime: out of memory in the dynamic lexer")
+        glr_store_ptr(&top[i >> LZ_CHUNK_BITS], ch)
+    return ch
+
+
+cdef inline void* _lz_peek(void** top, int32_t i) noexcept nogil:
+    """Writer-side read of slot ``i`` (no ordering needed: the writer wrote it)."""
+    cdef void** ch = <void**>top[i >> LZ_CHUNK_BITS]
+    return NULL if ch == NULL else ch[i & (LZ_CHUNK - 1)]
+
+
+cdef void _lz_free(void** top, int32_t n_slots, bint items) noexcept nogil:
+    """Free a chunked table: its chunks (and, ``items``, what every slot points to)."""
+    cdef int32_t k, j
+    cdef void** ch
+    if top == NULL:
+        return
+    for k in range((n_slots + LZ_CHUNK - 1) >> LZ_CHUNK_BITS):
+        ch = <void**>top[k]
+        if ch != NULL and items:
+            for j in range(LZ_CHUNK):
+                free(ch[j])
+        free(ch)
+    free(top)
+
+
 cdef class LazyLexer:
     """The lexer half of dynamic tables: rows filled on demand from the Python lazy lexer.
 
@@ -421,11 +476,13 @@ cdef class LazyLexer:
         self.z.cap_states = cap_states
         self.z.cap_conds = cap_conds
         self.z.fut_words = fut_words
-        self.z.trans = <int32_t**>calloc(cap_states, sizeof(int32_t*))
-        self.z.evref = <int32_t**>calloc(cap_states, sizeof(int32_t*))
-        self.z.fut = <uint64_t**>calloc(cap_states, sizeof(uint64_t*))
-        self.z.ctrans = <int32_t**>calloc(cap_conds, sizeof(int32_t*))
-        self.z.cinfo = <uint8_t*>calloc(cap_conds, sizeof(uint8_t))
+        cdef size_t n_sc = (<size_t>cap_states + LZ_CHUNK - 1) >> LZ_CHUNK_BITS
+        cdef size_t n_cc = (<size_t>cap_conds + LZ_CHUNK - 1) >> LZ_CHUNK_BITS
+        self.z.trans = <void**>calloc(n_sc, sizeof(void*))
+        self.z.evref = <void**>calloc(n_sc, sizeof(void*))
+        self.z.fut = <void**>calloc(n_sc, sizeof(void*))
+        self.z.ctrans = <void**>calloc(n_cc, sizeof(void*))
+        self.z.cinfo = <void**>calloc(n_cc, sizeof(void*))
         self.z.ev_chunks = <int32_t**>calloc(EV_MAX_CHUNKS, sizeof(int32_t*))
         self.z.memo_budget = DEFAULT_MEMO_BYTES
         self.z.cm = <CMSlot*>calloc(CM_SLOTS, sizeof(CMSlot))
@@ -434,22 +491,22 @@ cdef class LazyLexer:
         if (self.z.cm == NULL or self.z.memo_key == NULL or self.z.memo_val == NULL or self.z.trans == NULL or self.z.evref == NULL or self.z.fut == NULL or self.z.ctrans == NULL
                 or self.z.cinfo == NULL or self.z.ev_chunks == NULL):
             raise MemoryError("glrmask runtime: cannot allocate the dynamic lexer tables")
-        self.z.cinfo[C_TRUE] = CI_KNOWN | CI_AT_END | CI_SAT
-        self.z.cinfo[C_FALSE] = CI_KNOWN
+        cdef uint8_t* info = <uint8_t*>_lz_chunk(self.z.cinfo, 0, sizeof(uint8_t))
+        info[C_TRUE] = CI_KNOWN | CI_AT_END | CI_SAT
+        info[C_FALSE] = CI_KNOWN
 
     def __dealloc__(self):
         cdef Py_ssize_t i
-        if self.z.trans != NULL:
-            for i in range(self.z.hi_states):
-                free(self.z.trans[i]); free(self.z.evref[i]); free(self.z.fut[i])
-        if self.z.ctrans != NULL:
-            for i in range(self.z.hi_conds):
-                free(self.z.ctrans[i])
+        _lz_free(self.z.trans, self.z.hi_states, True)
+        _lz_free(self.z.evref, self.z.hi_states, True)
+        _lz_free(self.z.fut, self.z.hi_states, True)
+        _lz_free(self.z.ctrans, self.z.hi_conds, True)
+        _lz_free(self.z.cinfo, self.z.hi_conds, False)
         if self.z.ev_chunks != NULL:
             for i in range(self.z.n_chunks):
                 free(self.z.ev_chunks[i])
-        free(self.z.trans); free(self.z.evref); free(self.z.fut); free(self.z.ctrans); free(self.z.binit)
-        free(self.z.cinfo); free(self.z.ev_chunks)
+        free(self.z.binit)
+        free(self.z.ev_chunks)
         if self.z.cm != NULL:
             for i in range(CM_SLOTS):
                 free(self.z.cm[i].key); free(self.z.cm[i].words)
@@ -475,15 +532,17 @@ cdef class LazyLexer:
             raise GrammarTooComplex(f"dynamic lexer: condition {c} beyond the {self.z.cap_conds} the tables hold")
         if c >= self.z.hi_conds:
             self.z.hi_conds = c + 1
-        if not (self.z.cinfo[c] & CI_KNOWN):
+        if not (_lz_flags(self.z.cinfo, c) & CI_KNOWN):
             raise ValueError(f"condition {c} is published before its verdicts (set_cond first)")
 
     cdef void _rows_for(self, int32_t q) except *:
         cdef int32_t* tr
         cdef int32_t* ev
+        cdef void** evs
+        cdef void** trs
         cdef int k
         self._check_state(q)
-        if self.z.trans[q] != NULL:
+        if _lz_peek(self.z.trans, q) != NULL:
             return
         tr = <int32_t*>malloc(256 * sizeof(int32_t))
         ev = <int32_t*>malloc(256 * sizeof(int32_t))
@@ -494,8 +553,15 @@ cdef class LazyLexer:
         for k in range(256):
             tr[k] = UNKNOWN
             ev[k] = -1
-        glr_store_ptr(<void**>&self.z.evref[q], ev)
-        glr_store_ptr(<void**>&self.z.trans[q], tr)
+        try:
+            evs = _lz_chunk(self.z.evref, q, sizeof(void*))
+            trs = _lz_chunk(self.z.trans, q, sizeof(void*))
+        except MemoryError:
+            free(tr)
+            free(ev)
+            raise
+        glr_store_ptr(&evs[q & (LZ_CHUNK - 1)], ev)
+        glr_store_ptr(&trs[q & (LZ_CHUNK - 1)], tr)
         self.n_rows += 1
 
     cdef int32_t _events(self, const int32_t[::1] ev) except -2:
@@ -544,9 +610,11 @@ cdef class LazyLexer:
         if q2 != DEAD:
             self._check_state(q2)
         ref = self._events(events)
+        tr = <int32_t*>_lz_peek(self.z.trans, q)
+        evr = <int32_t*>_lz_peek(self.z.evref, q)
         for k in range(byte_set.shape[0]):
-            self.z.evref[q][byte_set[k]] = ref
-            glr_store_i32(&self.z.trans[q][byte_set[k]], q2)
+            evr[byte_set[k]] = ref
+            glr_store_i32(&tr[byte_set[k]], q2)
 
     def set_step_events(self, int32_t q, const uint8_t[::1] byte_set, int32_t q2, object events_in) -> None:
         """:meth:`set_step` with the lexer's own events ``((term, cond), …)`` (no flat array
@@ -566,25 +634,29 @@ cdef class LazyLexer:
         if q2 != DEAD:
             self._check_state(q2)
         ref = self._events_at(buf, n)
+        tr = <int32_t*>_lz_peek(self.z.trans, q)
+        evr = <int32_t*>_lz_peek(self.z.evref, q)
         for k in range(byte_set.shape[0]):
-            self.z.evref[q][byte_set[k]] = ref
-            glr_store_i32(&self.z.trans[q][byte_set[k]], q2)
+            evr[byte_set[k]] = ref
+            glr_store_i32(&tr[byte_set[k]], q2)
 
     def set_alive(self, int32_t q, const uint64_t[::1] words) -> None:
         """The terminals whose lane lives in state ``q`` (a bitset of ``fut_words`` words); whether
         each has a future is asked for separately (:meth:`set_future`)."""
         cdef uint64_t* w
+        cdef void** futs
         cdef int32_t fw = self.z.fut_words
         self._check_state(q)
         if words.shape[0] != fw:
             raise ValueError(f"futures need {fw} words")
-        if self.z.fut[q] != NULL:
+        if _lz_peek(self.z.fut, q) != NULL:
             return
+        futs = _lz_chunk(self.z.fut, q, sizeof(void*))
         w = <uint64_t*>calloc(3 * fw, sizeof(uint64_t))
         if w == NULL:
             raise MemoryError("glrmask runtime: out of memory in the dynamic lexer")
         memcpy(w, &words[0], fw * sizeof(uint64_t))
-        glr_store_ptr(<void**>&self.z.fut[q], w)
+        glr_store_ptr(&futs[q & (LZ_CHUNK - 1)], w)
 
     def set_future(self, int32_t q, int32_t term, bint has_future) -> None:
         """Whether terminal ``term`` (alive in ``q``) can still end in a match that counts."""
@@ -592,7 +664,7 @@ cdef class LazyLexer:
         cdef int32_t fw = self.z.fut_words
         cdef uint64_t bit
         self._check_state(q)
-        w = self.z.fut[q]
+        w = <uint64_t*>_lz_peek(self.z.fut, q)
         if w == NULL or term < 0 or term >= 64 * fw:
             raise ValueError("set_future: set_alive first, and a terminal of the lexer")
         bit = (<uint64_t>1) << (term & 63)
@@ -612,31 +684,38 @@ cdef class LazyLexer:
         glr_store_i32(&self.z.binit[which], q + 2)
 
     def has_cond(self, int32_t c) -> bool:
-        return 0 <= c < self.z.cap_conds and bool(self.z.cinfo[c] & CI_KNOWN)
+        return 0 <= c < self.z.cap_conds and bool(_lz_flags(self.z.cinfo, c) & CI_KNOWN)
 
     def set_cond(self, int32_t c, bint at_end, bint satisfiable) -> None:
         """The verdicts of condition ``c``: at the end of the document, and whether it can hold."""
         if c < 2:
             return
+        cdef uint8_t flags = CI_KNOWN
         if c >= self.z.cap_conds:
             self._check_cond(c)
-        self.z.cinfo[c] = CI_KNOWN | (CI_AT_END if at_end else 0) | (CI_SAT if satisfiable else 0)
+        if at_end:
+            flags |= CI_AT_END
+        if satisfiable:
+            flags |= CI_SAT
+        (<uint8_t*>_lz_chunk(self.z.cinfo, c, sizeof(uint8_t)))[c & (LZ_CHUNK - 1)] = flags
 
     def set_cond_step(self, int32_t c, const uint8_t[::1] byte_set, int32_t c2) -> None:
         """``cond_step(c, b) = c2`` for every byte of ``byte_set`` (``c2`` already :meth:`set_cond`)."""
         cdef int32_t* row
+        cdef void** rows
         cdef Py_ssize_t k
         self._check_cond(c)
         self._check_cond(c2)
-        if self.z.ctrans[c] == NULL:
+        row = <int32_t*>_lz_peek(self.z.ctrans, c)
+        if row == NULL:
+            rows = _lz_chunk(self.z.ctrans, c, sizeof(void*))
             row = <int32_t*>malloc(256 * sizeof(int32_t))
             if row == NULL:
                 raise MemoryError("glrmask runtime: out of memory in the dynamic lexer")
             for k in range(256):
                 row[k] = UNKNOWN
-            glr_store_ptr(<void**>&self.z.ctrans[c], row)
+            glr_store_ptr(&rows[c & (LZ_CHUNK - 1)], row)
             self.n_cond_rows += 1
-        row = self.z.ctrans[c]
         for k in range(byte_set.shape[0]):
             glr_store_i32(&row[byte_set[k]], c2)
 
@@ -1071,7 +1150,7 @@ cdef inline int32_t _lx_next(const CTables* t, CFamily* f, int32_t q, int32_t b)
         return t.lex_trans[<Py_ssize_t>q * 256 + b]
     if q < 0:
         return DEAD  # a grammar without terminals: its initial lexer state is already dead
-    row = <int32_t*>glr_load_ptr(<void* const*>&t.lz.trans[q])
+    row = <int32_t*>_lz_get(t.lz.trans, q)
     v = UNKNOWN if row == NULL else glr_load_i32(&row[b])
     if v == UNKNOWN:
         _miss(f, M_STEP, q, b)
@@ -1092,7 +1171,7 @@ cdef inline int32_t _lx_events(const CTables* t, int32_t q, int32_t b, const int
         return t.ev_ptr[z + 1] - t.ev_ptr[z]
     if q < 0:
         return 0
-    ref = (<int32_t*>glr_load_ptr(<void* const*>&t.lz.evref[q]))[b]
+    ref = (<int32_t*>_lz_get(t.lz.evref, q))[b]
     if ref < 0:
         return 0
     ev = t.lz.ev_chunks[ref >> EV_CHUNK_BITS] + (ref & (EV_CHUNK - 1))
@@ -1106,7 +1185,7 @@ cdef inline const uint64_t* _lx_futures(const CTables* t, CFamily* f, int32_t q)
     cdef const uint64_t* w
     if not t.lazy:
         return t.futures + <Py_ssize_t>q * t.fut_words
-    w = <const uint64_t*>glr_load_ptr(<void* const*>&t.lz.fut[q])
+    w = <const uint64_t*>_lz_get(t.lz.fut, q)
     if w == NULL:
         _miss(f, M_ALIVE, q, 0)
     return w
@@ -1118,7 +1197,7 @@ cdef inline int32_t _cx_next(const CTables* t, CFamily* f, int32_t c, int32_t b)
     cdef int32_t v
     if not t.lazy:
         return t.cond_trans[<Py_ssize_t>c * 256 + b]
-    row = <int32_t*>glr_load_ptr(<void* const*>&t.lz.ctrans[c])
+    row = <int32_t*>_lz_get(t.lz.ctrans, c)
     v = UNKNOWN if row == NULL else glr_load_i32(&row[b])
     if v == UNKNOWN:
         _miss(f, M_COND_STEP, c, b)
@@ -1131,7 +1210,7 @@ cdef inline int _cx_info(const CTables* t, CFamily* f, int32_t c, int flag) noex
     cdef uint8_t v
     if not t.lazy:
         return t.cond_at_end[c] if flag == CI_AT_END else t.cond_sat[c]
-    v = t.lz.cinfo[c]
+    v = _lz_flags(t.lz.cinfo, c)
     if not (v & CI_KNOWN):
         _miss(f, M_COND_INFO, c, 0)
         return 0
@@ -2219,8 +2298,8 @@ cdef const uint64_t* _loop_words(const CTables* t, CFamily* f, int32_t q) noexce
             if t.lex_trans[z] == q and t.ev_ptr[z + 1] == t.ev_ptr[z]:
                 w[b >> 6] |= (<uint64_t>1) << (b & 63)
     else:
-        row = <int32_t*>glr_load_ptr(<void* const*>&t.lz.trans[q])
-        evr = <int32_t*>glr_load_ptr(<void* const*>&t.lz.evref[q])
+        row = <int32_t*>_lz_get(t.lz.trans, q)
+        evr = <int32_t*>_lz_get(t.lz.evref, q)
         if row != NULL and evr != NULL:
             for b in range(256):
                 if glr_load_i32(&row[b]) == q and evr[b] < 0:

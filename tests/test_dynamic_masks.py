@@ -212,3 +212,19 @@ def test_dynamic_limits_are_checked(gpt2):
         glrmask.compile(src, gpt2, mode="dynamic", limits={"dynamic": {"max_memo_mb": -1}})
     with pytest.raises(ValueError, match="unknown"):
         glrmask.compile(src, gpt2, mode="dynamic", limits={"dynamic": {"memo": 1}})
+
+
+def test_a_dynamic_lexer_with_thousands_of_states_masks_exactly_at_every_count():
+    """A counted repeat is one lexer state per count: 2,500 of them span several chunks of the
+    dynamic lexer's tables (allocated as states appear); every count still masks exactly."""
+    mask = glrmask.compile('start: RUN\nRUN: /a{1,2500}b/', tiny_vocab(["a", "aa", "b", "ab"]), format="lark",
+                           mode="dynamic")
+    ids = {mask.vocab.token_bytes(i): i for i in range(mask.vocab.size)}
+    state = mask.start()
+    for count in range(1, 2501):
+        assert state.commit(ids[b"a"])
+        words = mask.get_mask(state)
+        bit = lambda t: bool((int(words[ids[t] >> 5]) >> (ids[t] & 31)) & 1)  # noqa: E731
+        assert bit(b"b") and bit(b"a") == (count < 2500) and bit(b"aa") == (count < 2499)
+        assert bit(b"ab") == (count < 2500)
+    assert state.commit(ids[b"b"]) and state.is_accepting()
