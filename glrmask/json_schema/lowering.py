@@ -1575,6 +1575,8 @@ class Lowerer:
             raise GrammarTooComplex(f"#{cons[0][3]}: more than {MAX_CONTAINS} contains on one array (after allOf)")
         if any(hi is not None and hi < lo for _c, lo, hi, _p in cons):
             return []
+        if not cons and not prefix and m == 0 and M is None:
+            return self._uncounted_array_alts(rest, ptr, depth, d1)
         # counted contains: lo..hi each; a count with no maximum saturates at its minimum
         caps = [hi if hi is not None else lo for _c, lo, hi, _p in cons]
         negs = [None if hi is None else self.negate(c, cptr) for c, _lo, hi, cptr in cons]
@@ -1651,6 +1653,21 @@ class Lowerer:
             del elem, choices, after  # (recursive closures: see _schema_order)
         if m == 0 and not any(lows):
             alts.append(self.empty_container('[', ']'))
+        return alts
+
+    def _uncounted_array_alts(self, rest: Any, ptr: str, depth: int, d1: int) -> list[list[str]]:
+        """:meth:`array_alts` of an array with `items` only (no prefix, count or contains; most
+        arrays), without its state machinery: the same rules and terminals, made in the same order
+        (one rule for the items after the first)."""
+        comma = self.comma(depth)
+        alts = []
+        if rest is not False:
+            e = self.lower(rest, _ptr_join(ptr, 'items'), d1)
+            open_ = [self.punct('[')] + self.open_gap(depth)
+            more = self.g.new_rule('items')
+            self.g.set_alts(more, [[], comma + [e, more]])
+            alts.append(open_ + [e, more] + self.close_gap(depth) + [self.punct(']')])
+        alts.append(self.empty_container('[', ']'))
         return alts
 
     def _unique_array_alts(self, s: dict, prefix: list, rest: Any, m: int, M: int | None,
