@@ -244,6 +244,12 @@ cdef class _KeySet:
                 self.table[j] = <int32_t>i
         return e
 
+    cdef inline int32_t insert(self, const uint64_t* k, int64_t n, uint64_t h) except -1:
+        """Add key ``k`` (hash ``h``), known to be absent, whatever was probed since: the probe
+        slot of an earlier :meth:`find` may be stale by now."""
+        self.find(k, n, h)
+        return self.add(k, n, h)
+
     cdef inline int32_t intern(self, const uint64_t* k, int64_t n) except -1:
         cdef uint64_t h = _hash_words(k, n)
         cdef int32_t e = self.find(k, n, h)
@@ -296,14 +302,18 @@ cdef class _Items:
         self.inh.push_back(0)
         return i
 
+    cdef inline int32_t get_or_add(self, int32_t c) except -1:
+        """Item ``c``'s index, added with an empty lookahead when absent."""
+        cdef int32_t i = self.get(c)
+        if i < 0:
+            i = self.add(c)
+        return i
+
     cdef inline void or_set(self, int32_t i, const uint64_t* b, int32_t bid) noexcept:
         """``la[i] |= b`` where ``b`` is pool set ``bid`` (not 0). While every set or'ed into an
         item is the same one, its id is known and the successor step need not intern it."""
         _or(self.la.data() + <int64_t>i * self.W, b, self.W)
-        if self.lid[i] == 0:
-            self.lid[i] = bid
-        elif self.lid[i] != bid:
-            self.lid[i] = -1
+        self.lid[i] = _one_set_id(self.lid[i], bid)
 
     cdef inline uint64_t* row(self, int32_t i) noexcept:
         """Item ``i``'s lookahead (valid until the next :meth:`add`)."""
@@ -314,6 +324,29 @@ cdef inline void _or(uint64_t* dst, const uint64_t* src, int64_t W) noexcept nog
     cdef int64_t k
     for k in range(W):
         dst[k] |= src[k]
+
+
+cdef inline int32_t _one_set_id(int32_t l_id, int32_t e) noexcept nogil:
+    """The pool id of a union while one set makes it up, after or'ing in pool set ``e``: ``l_id``
+    is 0 while nothing (or only the empty set) was or'ed, the one set's id, or -1 once two
+    differ. Known, it spares interning the union."""
+    if e == 0 or l_id == e:
+        return l_id
+    if l_id == 0:
+        return e
+    return -1
+
+
+cdef inline bint _or_grew(uint64_t* dst, const uint64_t* src, int64_t W) noexcept nogil:
+    """``dst |= src``, and whether ``dst`` grew: the step of every fixed point here (FIRST sets,
+    closures, LALR(1) lookaheads), which re-queues what grew."""
+    cdef uint64_t bits = 0, v
+    cdef int64_t k
+    for k in range(W):
+        v = src[k] & ~dst[k]
+        bits |= v
+        dst[k] |= v
+    return bits != 0
 
 
 cdef cnp.ndarray _array(vector[int32_t]& v):
@@ -479,6 +512,120 @@ cdef class Automaton:
             self.check(stage)
         return 0
 
+    # ----------------------------------------------------------------------- shared steps
+    cdef inline void _next_symbol_generation(self) noexcept:
+        """A new generation of ``sym_stamp``: a symbol is marked in it when its stamp is ``sgen``,
+        so the marks of the last step are dropped in O(1)."""
+        self.sgen += 1
+        if self.sgen == 0:  # wrapped: no stale stamp may equal the new generation
+            self.sym_stamp.assign(self.sym_stamp.size(), 0)
+            self.sgen = 1
+
+    cdef inline void _next_core_generation(self) noexcept:
+        """:meth:`_next_symbol_generation` for the cores' marks ``cstamp`` / ``cgen``."""
+        self.cgen += 1
+        if self.cgen == 0:
+            self.cstamp.assign(self.cstamp.size(), 0)
+            self.cgen = 1
+
+    cdef inline int _ensure_closure_list(self, int64_t b) except -1:
+        """Nonterminal ``b``'s closure items (``pre_*``), computed on first use."""
+        if self.pre_off[b] < 0:
+            self._pre_of(b)
+        return 0
+
+    cdef inline int _ensure_groups(self, int64_t b) except -1:
+        """Nonterminal ``b``'s closure items and their groups by symbol (``pg_*``), computed on
+        first use."""
+        if self.pre_off[b] < 0:
+            self._pre_of(b)
+        if self.pg_first[b] < 0:
+            self._pre_groups(b)
+        return 0
+
+    cdef inline int32_t _beta_set(self, int32_t c) except -1:
+        """The pool id of FIRST of what follows the symbol after core ``c``'s dot (:meth:`_beta`,
+        computed on first use; its nullability is then ``beta_null[c]``)."""
+        if self.beta_id[c] < 0:
+            self._beta(c)
+        return self.beta_id[c]
+
+    cdef int32_t _union(self, int32_t x, int32_t y) except -1:
+        """The pool id of the union of pool sets ``x`` and ``y``, interned (in ``tmp``) only when
+        it is neither of them by id: the pool numbers a set once, so a union equal to ``x`` gets
+        ``x``'s id either way."""
+        cdef uint64_t* a
+        if x == y or y == 0:
+            return x
+        if x == 0:
+            return y
+        a = self.tmp.data()
+        memcpy(a, self.pool.key(x), <size_t>self.W * 8)
+        _or(a, self.pool.key(y), self.W)
+        return self.pool.intern(a, self.W)
+
+    cdef bint _closure_has_complete_item(self, int64_t b) except -1:
+        """Whether nonterminal ``b``'s closure holds a complete item (an ε-rule's; cached in
+        ``pre_cmpl``): then a state with ``b`` after a kernel dot has reduces (and, canonical,
+        lookaheads) that only its closure gives, and the kernel-only shortcuts do not apply."""
+        cdef int64_t p, phi
+        cdef int8_t f = self.pre_cmpl[b]
+        if f < 0:
+            self._ensure_closure_list(b)
+            f = 0
+            p = self.pre_off[b]
+            phi = p + 2 * <int64_t>self.pre_len[b]
+            while p < phi:
+                if self.core_next[self.pre_items[p]] < 0:
+                    f = 1
+                    break
+                p += 2
+            self.pre_cmpl[b] = f
+        return f != 0
+
+    cdef inline int _add_transition(self, int64_t x, int32_t t) except -1:
+        """Record the transition of the state being visited on symbol ``x`` to state ``t``."""
+        self.tr.push_back((<uint64_t>x) << 32 | <uint64_t>t)
+        return 0
+
+    cdef inline int _end_transitions(self, int64_t tlo) except -1:
+        """Close the transitions of the state being visited (those from ``tr[tlo]`` on): sorted by
+        symbol, terminals first, so that :meth:`_export` merges them with the reduces in one pass."""
+        sort(self.tr.begin() + tlo, self.tr.end())
+        self.tr_off.push_back(<int64_t>self.tr.size())
+        return 0
+
+    cdef inline int32_t _reduce_rule(self, int32_t c) noexcept:
+        """The rule that item core ``c`` reduces by, or -1: not complete, or rule 0's final item
+        ``$START -> start $END .`` (the final state, nothing to reduce)."""
+        cdef int32_t r
+        if self.core_next[c] != -1:
+            return -1
+        r = self.core_rule[c]
+        if r == 0:
+            return -1
+        return r
+
+    cdef inline int _add_reduces(self, const uint64_t* row, int32_t r) except -1:
+        """The reduce pairs ``(terminal, r)`` of the terminals in lookahead bitset ``row``."""
+        cdef int64_t k
+        cdef uint64_t w
+        for k in range(self.W):
+            w = row[k]
+            while w:
+                self.rd.push_back((<uint64_t>(k * 64 + __builtin_ctzll(w))) << 32 | <uint64_t>r)
+                w &= w - 1
+        return 0
+
+    cdef int _end_reduces(self, int64_t lo) except -1:
+        """Close the reduce list of the state being visited (the pairs from ``rd[lo]`` on): sorted
+        and unique (two items may reduce by one rule on one terminal)."""
+        if <int64_t>self.rd.size() - lo > 1:
+            sort(self.rd.begin() + lo, self.rd.end())
+            self.rd.erase(unique(self.rd.begin() + lo, self.rd.end()), self.rd.end())
+        self.rd_off.push_back(<int64_t>self.rd.size())
+        return 0
+
     # ----------------------------------------------------------------------- FIRST sets
     cdef int _first_sets(self, const int32_t[::1] rule_lhs) except -1:
         """Least fixed point of FIRST and nullable (the sets of
@@ -490,14 +637,11 @@ cdef class Automaton:
         for each nonterminal of the prefix, and a work queue or's sets along the edges until
         nothing grows. Re-sweeping all rules until nothing changed took one sweep per level of
         nesting (a fifth of the table's set-up on large JSON Schemas)."""
-        cdef int64_t W = self.W, T = self.T, i, k, a, n, c, e, head = 0, tail, count
+        cdef int64_t W = self.W, T = self.T, i, a, n, c
         cdef int64_t n_nt = self.n_nt
         cdef bint changed = True, all_null
         cdef uint64_t* fa
-        cdef uint64_t* fn
-        cdef uint64_t bits, v
-        cdef vector[int32_t] e_src, e_dst, e_off, e_to, q
-        cdef vector[uint8_t] inq
+        cdef vector[int32_t] e_src, e_dst
         self.first.assign(self.n_nt * W, 0)
         self.nullable.assign(self.n_nt, 0)
         while changed:
@@ -534,47 +678,68 @@ cdef class Automaton:
                 if not self.nullable[n]:
                     break
                 c += 1
-        e_off.assign(n_nt + 1, 0)
+        self.check("LR table (FIRST sets)")
+        return self._propagate(self.first.data(), n_nt, e_src, e_dst, "LR table (FIRST sets)")
+
+    cdef int _propagate(self, uint64_t* rows, int64_t n, vector[int32_t]& e_src, vector[int32_t]& e_dst,
+                        str stage) except -1:
+        """The least fixed point of ``rows[d] ⊇ rows[s]`` for the edges ``e_src[i] -> e_dst[i]``
+        between ``n`` bitset rows of ``W`` words (FIRST sets along the nullable prefixes, LALR(1)
+        lookaheads along the propagation edges): the edges sorted by source (a counting sort;
+        ``e_src`` and ``e_dst`` are cleared), then a work queue that or's a row into its edges'
+        targets and queues those that grew, a ring of ``n`` slots holding every row at first, in
+        order, and each at most once at a time. The queue runs without the GIL between two calls
+        of the deadline check (``stage``)."""
+        cdef int64_t W = self.W, e, i, d, w, head = 0, tail = 0, count = n, steps
+        cdef vector[int32_t] e_off, e_to, q
+        cdef vector[uint8_t] inq
+        cdef const int32_t* eo
+        cdef const int32_t* et
+        cdef int32_t* qq
+        cdef uint8_t* iq
+        cdef uint64_t* sp
+        e_off.assign(n + 1, 0)
         for e in range(<int64_t>e_src.size()):
             e_off[e_src[e] + 1] += 1
-        for i in range(n_nt):
+        for i in range(n):
             e_off[i + 1] += e_off[i]
         e_to.assign(e_src.size(), 0)
         q.assign(e_off.begin(), e_off.end() - 1)  # fill cursors
         for e in range(<int64_t>e_src.size()):
-            e_to[q[e_src[e]]] = e_dst[e]
-            q[e_src[e]] += 1
-        self.check("LR table (FIRST sets)")
-        # the work queue: a ring over the nonterminals, each queued at most once at a time
-        for i in range(n_nt):
+            i = e_src[e]
+            e_to[q[i]] = e_dst[e]
+            q[i] += 1
+        e_src.clear()
+        e_dst.clear()
+        for i in range(n):
             q[i] = <int32_t>i
-        inq.assign(n_nt, 1)
-        tail = 0
-        count = n_nt
+        inq.assign(n, 1)
+        eo = e_off.data()
+        et = e_to.data()
+        qq = q.data()
+        iq = inq.data()
         while count:
-            n = q[head]
-            head += 1
-            if head == n_nt:
-                head = 0
-            count -= 1
-            inq[n] = 0
-            fn = self.first.data() + n * W
-            self._tick("LR table (FIRST sets)", 1 + e_off[n + 1] - e_off[n])
-            for e in range(e_off[n], e_off[n + 1]):
-                a = e_to[e]
-                fa = self.first.data() + a * W
-                bits = 0
-                for k in range(W):
-                    v = fn[k] & ~fa[k]
-                    bits |= v
-                    fa[k] |= v
-                if bits and not inq[a]:
-                    inq[a] = 1
-                    q[tail] = <int32_t>a
-                    tail += 1
-                    if tail == n_nt:
-                        tail = 0
-                    count += 1
+            with nogil:
+                steps = 0
+                while count and steps < _CHECK_WORK:
+                    i = qq[head]
+                    head += 1
+                    if head == n:
+                        head = 0
+                    count -= 1
+                    iq[i] = 0
+                    sp = rows + i * W
+                    steps += 1 + eo[i + 1] - eo[i]
+                    for e in range(eo[i], eo[i + 1]):
+                        d = et[e]
+                        if _or_grew(rows + d * W, sp, W) and not iq[d]:
+                            iq[d] = 1
+                            qq[tail] = <int32_t>d
+                            tail += 1
+                            if tail == n:
+                                tail = 0
+                            count += 1
+            self._tick(stage, steps)
         return 0
 
     cdef int _beta(self, int32_t c) except -1:
@@ -647,13 +812,11 @@ cdef class Automaton:
             if nxt < T:
                 continue
             self._tick("LR table (closures)", self.ro_off[nxt - T + 1] - self.ro_off[nxt - T])
-            if self.beta_id[c] < 0:
-                self._beta(c)
             i = it.get(c)
             inh = it.inh[i]
             m = it.row(i)
             # add_m = beta_first | (m if beta nullable), built in lbuf (rows move when items are added)
-            memcpy(add_m, self.pool.key(self.beta_id[c]), <size_t>W * 8)
+            memcpy(add_m, self.pool.key(self._beta_set(c)), <size_t>W * 8)
             if self.beta_null[c]:
                 _or(add_m, m, W)
             add_inh = inh and self.beta_null[c]
@@ -666,12 +829,7 @@ cdef class Automaton:
                     it.inh[i2] = add_inh
                     self.queue.push_back(c2)
                 else:
-                    dst = it.row(i2)
-                    grew = False
-                    for j in range(W):
-                        if add_m[j] & ~dst[j]:
-                            grew = True
-                        dst[j] |= add_m[j]
+                    grew = _or_grew(it.row(i2), add_m, W)
                     if add_inh and not it.inh[i2]:
                         it.inh[i2] = 1
                         grew = True
@@ -697,16 +855,13 @@ cdef class Automaton:
         """The closure of state ``s``'s kernel into ``clo``: the kernel items in kernel order,
         then closure items in first-insertion order (as :meth:`glrmask.lr.table._Builder.closure`)."""
         cdef _Items it = self.clo
-        cdef int64_t W = self.W, T = self.T, k, lo = self.k_off[s], hi = self.k_off[s + 1], p, plo, phi
+        cdef int64_t T = self.T, k, lo = self.k_off[s], hi = self.k_off[s + 1], p, phi
         cdef int64_t nxt, b
-        cdef int32_t c, c2, i, code
-        cdef int32_t l_id, sm, la
-        cdef uint64_t* L = self.lbuf.data()
+        cdef int32_t c, i, code
+        cdef int32_t l_id, sm
         it.clear()
         for k in range(lo, hi):
-            i = it.get(self.k_core[k])
-            if i < 0:
-                i = it.add(self.k_core[k])
+            i = it.get_or_add(self.k_core[k])
             if self.k_la[k]:
                 it.or_set(i, self.pool.key(self.k_la[k]), self.k_la[k])
         for k in range(lo, hi):
@@ -715,31 +870,18 @@ cdef class Automaton:
             if nxt < T:
                 continue
             b = nxt - T
-            if self.pre_off[b] < 0:
-                self._pre_of(b)
-            if self.beta_id[c] < 0:
-                self._beta(c)
+            self._ensure_closure_list(b)
             # L = beta_first | (la if beta nullable), as a pool set
-            la = self.k_la[k]
-            l_id = self.beta_id[c]
-            if self.beta_null[c] and la and la != l_id:
-                if l_id == 0:
-                    l_id = la
-                else:
-                    memcpy(L, self.pool.key(l_id), <size_t>W * 8)
-                    _or(L, self.pool.key(la), W)
-                    l_id = self.pool.intern(L, W)
-            plo = self.pre_off[b]
-            phi = plo + 2 * <int64_t>self.pre_len[b]
+            l_id = self._beta_set(c)
+            if self.beta_null[c]:
+                l_id = self._union(l_id, self.k_la[k])
+            p = self.pre_off[b]
+            phi = p + 2 * <int64_t>self.pre_len[b]
             self._tick("LR table (item sets)", self.pre_len[b])
-            p = plo
             while p < phi:
-                c2 = self.pre_items[p]
+                i = it.get_or_add(self.pre_items[p])
                 code = self.pre_items[p + 1]
                 p += 2
-                i = it.get(c2)
-                if i < 0:
-                    i = it.add(c2)
                 sm = code >> 1
                 if sm:
                     it.or_set(i, self.pool.key(sm), sm)
@@ -748,39 +890,11 @@ cdef class Automaton:
         return 0
 
     # ----------------------------------------------------------------------- item sets
-    cdef int32_t _new_state(self, const uint64_t* key, int64_t n, uint64_t h, int64_t gfirst,
-                            int64_t glast) except -1:
-        """Add the kernel of successor group ``gfirst:glast`` (items ``grp_items``, lookaheads
-        ``succ_la``) as a new state under ``key``."""
-        cdef int64_t g
-        cdef int32_t t = <int32_t>(self.k_off.size() - 1)
-        self.index.add(key, n, h)
-        for g in range(gfirst, glast):
-            self.k_core.push_back(self.clo.core[self.grp_items[g]] + 1)
-            self.k_la.push_back(self.succ_la[g])
-        self.k_off.push_back(<int64_t>self.k_core.size())
-        return t
-
-    def explore(self, bint lalr, int64_t limit, bint shortcut=True) -> bool:
-        """Build the item sets reachable from the start breadth-first: canonical LR(1) keys states
-        by their ``(core, lookahead)`` pairs, LALR(1) by their cores (lookaheads merged and
-        propagated to a fixed point). False when more than ``limit`` states would be needed.
-        Records every state's transitions (and, canonical, its reduces) on its first visit.
-
-        ``shortcut`` (canonical only) visits the states :meth:`_lr1_step` can without their
-        closure; ``False`` closes every state (the same automaton, the reference)."""
-        cdef _Items it = self.clo
-        cdef int64_t W = self.W, head = 0, n_done = 0, i, g, gi, n_items, n_grp, x, klen
-        cdef int64_t lo, hi, j, tlo
-        cdef int32_t s, t, c, la, old, u
-        cdef uint64_t h, bits
-        cdef bint first_visit, grew
-        cdef vector[int32_t] work
-        cdef vector[uint8_t] queued
-        cdef uint64_t* a
-        cdef const uint64_t* o
-        self.check("LR table (item sets)")
-        self.lalr = lalr
+    cdef int _begin_exploration(self, bint lookahead_keys) except -1:
+        """Forget the item sets, transitions and reduces of an earlier exploration and add state 0,
+        ``{$START -> . start $END}`` with the empty lookahead, keyed by its core, or by its
+        ``(core, lookahead)`` pair when ``lookahead_keys`` (canonical LR(1)); the LR(0)
+        exploration never reads its lookahead."""
         self.explored = False
         self.has_rows = False
         self.la_rows.clear()
@@ -795,22 +909,39 @@ cdef class Automaton:
         self.rd_off.push_back(0)
         self.rd.clear()
         self.index.reset(1024)
+        self.keybuf.clear()
+        if lookahead_keys:  # (an if, not a conditional expression: Cython 3.3.1 miscompiles one passed by reference)
+            self.keybuf.push_back((<uint64_t>self.rule_off[0]) << 32)
+        else:
+            self.keybuf.push_back(<uint64_t>self.rule_off[0])
+        self.index.insert(self.keybuf.data(), 1, _hash_words(self.keybuf.data(), 1))
+        self.k_core.push_back(self.rule_off[0])
+        self.k_la.push_back(0)
+        self.k_off.push_back(1)
+        return 0
+
+    def explore(self, bint lalr, int64_t limit, bint shortcut=True) -> bool:
+        """Build the item sets reachable from the start breadth-first: canonical LR(1) keys states
+        by their ``(core, lookahead)`` pairs, LALR(1) by their cores (lookaheads merged and
+        propagated to a fixed point). False when more than ``limit`` states would be needed.
+        Records every state's transitions (and, canonical, its reduces) on its first visit.
+
+        ``shortcut`` (canonical only) visits the states :meth:`_lr1_step` can without their
+        closure; ``False`` closes every state (the same automaton, the reference)."""
+        cdef _Items it = self.clo
+        cdef int64_t W = self.W, head = 0, n_done = 0, i, g, gi, n_items, n_grp, n_known, j
+        cdef int32_t s, t, la, old, u
+        cdef bint first_visit, grew
+        cdef vector[int32_t] work
+        cdef vector[uint8_t] queued
+        cdef uint64_t* a
+        self.check("LR table (item sets)")
+        self.lalr = lalr
+        self._begin_exploration(not lalr)
         self.memo.reset(1024)
         self.memo_t.clear()
         self.pg_last_l.assign(self.pg_t.size(), -1)
         self.pg_last_t.assign(self.pg_t.size(), -1)
-        # the start state: {$START -> . start $END} with the empty lookahead
-        self.keybuf.clear()
-        if lalr:  # (an if, not a conditional expression: Cython 3.3.1 miscompiles one passed by reference)
-            self.keybuf.push_back(<uint64_t>self.rule_off[0])
-        else:
-            self.keybuf.push_back((<uint64_t>self.rule_off[0]) << 32)
-        h = _hash_words(self.keybuf.data(), 1)
-        self.index.find(self.keybuf.data(), 1, h)
-        self.index.add(self.keybuf.data(), 1, h)
-        self.k_core.push_back(self.rule_off[0])
-        self.k_la.push_back(0)
-        self.k_off.push_back(1)
         work.push_back(0)
         queued.push_back(1)
         while head < <int64_t>work.size():
@@ -837,94 +968,49 @@ cdef class Automaton:
             n_items = <int64_t>it.core.size()
             self._tick("LR table (item sets)", n_items)
             # successors: group items by the symbol after the dot, in first-appearance order
-            self.sgen += 1
-            if self.sgen == 0:
-                self.sym_stamp.assign(self.sym_stamp.size(), 0)
-                self.sgen = 1
-            self.sym_order.clear()
-            self.grp_off.clear()
-            for i in range(n_items):
-                x = self.core_next[it.core[i]]
-                if x < 0:
-                    continue
-                if self.sym_stamp[x] != self.sgen:
-                    self.sym_stamp[x] = self.sgen
-                    self.sym_idx[x] = <int32_t>self.sym_order.size()
-                    self.sym_order.push_back(<int32_t>x)
-                    self.grp_off.push_back(0)
-                self.grp_off[self.sym_idx[x]] += 1
-            n_grp = <int64_t>self.sym_order.size()
-            self.grp_off.push_back(0)
-            j = 0
-            for g in range(n_grp + 1):  # counts -> start offsets; grp_cur: the fill cursors
-                x = self.grp_off[g]
-                self.grp_off[g] = <int32_t>j
-                j += x
-            self.grp_cur.assign(self.grp_off.begin(), self.grp_off.end())
-            self.grp_items.assign(j, 0)
+            n_grp = self._group_by_next_symbol(it.core.data(), n_items, 1, 0)
+            j = self.grp_off[n_grp]
             self.succ_la.assign(j, 0)
-            for i in range(n_items):
-                x = self.core_next[it.core[i]]
-                if x < 0:
-                    continue
-                g = self.sym_idx[x]
-                self.grp_items[self.grp_cur[g]] = <int32_t>i
-                self.grp_cur[g] += 1
             for i in range(j):
                 u = it.lid[self.grp_items[i]]
                 if u < 0:  # (an if: Cython 3.3.1 miscompiles a conditional expression stored in a vector)
                     u = self.pool.intern(it.row(self.grp_items[i]), W)
                 self.succ_la[i] = u
             for g in range(n_grp):
-                lo = self.grp_off[g]
-                hi = self.grp_off[g + 1]
-                self.keybuf.clear()
-                for gi in range(lo, hi):
-                    c = it.core[self.grp_items[gi]] + 1
-                    if lalr:
-                        self.keybuf.push_back(<uint64_t>c)
-                    else:
-                        self.keybuf.push_back((<uint64_t>c) << 32 | <uint64_t>self.succ_la[gi])
-                sort(self.keybuf.begin(), self.keybuf.end())
-                klen = hi - lo
-                h = _hash_words(self.keybuf.data(), klen)
-                t = self.index.find(self.keybuf.data(), klen, h)
+                self.ordbuf.clear()
+                self.ordla.clear()
+                for gi in range(self.grp_off[g], self.grp_off[g + 1]):
+                    self.ordbuf.push_back(it.core[self.grp_items[gi]] + 1)
+                    self.ordla.push_back(self.succ_la[gi])
+                n_known = <int64_t>self.k_off.size() - 1
+                t = self._kernel_target(limit, not lalr, True)
                 if t < 0:
-                    if <int64_t>self.k_off.size() - 1 >= limit:
-                        return False
-                    t = self._new_state(self.keybuf.data(), klen, h, lo, hi)
+                    return False
+                if t == n_known:
                     work.push_back(t)
                     queued.push_back(1)
                 elif lalr:
                     for j in range(self.k_off[t], self.k_off[t + 1]):  # same cores as the successor
                         self.kpos[self.k_core[j]] = <int32_t>j
                     grew = False
-                    for gi in range(lo, hi):
-                        c = it.core[self.grp_items[gi]] + 1
-                        la = self.succ_la[gi]
-                        j = self.kpos[c]
+                    for i in range(<int64_t>self.ordbuf.size()):
+                        la = self.ordla[i]
+                        j = self.kpos[self.ordbuf[i]]
                         old = self.k_la[j]
                         if la == old or la == 0:
                             continue
                         a = self.tmp.data()
                         memcpy(a, self.pool.key(old), <size_t>W * 8)
-                        o = self.pool.key(la)
-                        bits = 0
-                        for x in range(W):
-                            bits |= o[x] & ~a[x]
-                            a[x] |= o[x]
-                        if bits:
+                        if _or_grew(a, self.pool.key(la), W):
                             self.k_la[j] = self.pool.intern(a, W)
                             grew = True
                     if grew and not queued[t]:
                         work.push_back(t)
                         queued[t] = 1
                 if first_visit:
-                    self.tr.push_back((<uint64_t>self.sym_order[g]) << 32 | <uint64_t>t)
+                    self._add_transition(self.sym_order[g], t)
             if first_visit:
-                tlo = self.tr_off[self.tr_off.size() - 1]
-                sort(self.tr.begin() + tlo, self.tr.end())
-                self.tr_off.push_back(<int64_t>self.tr.size())
+                self._end_transitions(self.tr_off[self.tr_off.size() - 1])
                 if not lalr:
                     self._record_reduces()
         self.explored = True
@@ -937,10 +1023,7 @@ cdef class Automaton:
         without lookaheads."""
         cdef int64_t T = self.T, k, lo = self.k_off[s], hi = self.k_off[s + 1], p, phi, nxt, b
         cdef int32_t c
-        self.cgen += 1
-        if self.cgen == 0:
-            self.cstamp.assign(self.cstamp.size(), 0)
-            self.cgen = 1
+        self._next_core_generation()
         self.ccores.clear()
         for k in range(lo, hi):
             c = self.k_core[k]
@@ -952,8 +1035,7 @@ cdef class Automaton:
             if nxt < T:
                 continue
             b = nxt - T
-            if self.pre_off[b] < 0:
-                self._pre_of(b)
+            self._ensure_closure_list(b)
             p = self.pre_off[b]
             phi = p + 2 * <int64_t>self.pre_len[b]
             self._tick("LR table (item sets)", self.pre_len[b])
@@ -978,34 +1060,13 @@ cdef class Automaton:
         be made, and LALR(1) needs only the lookaheads. Costs a fraction of a canonical attempt:
         no lookahead sets are or'ed, interned or compared."""
         cdef int64_t head = 0, n
-        cdef uint64_t h
         self.check("LR table (item sets)")
-        self.explored = False
-        self.has_rows = False
-        self.la_rows.clear()
         self.lr0_n = -1
         self.pg_t.assign(self.pg_t.size(), -1)  # states of an earlier exploration
         self.single_t.assign(self.n_cores, -1)
         self.lr0_memo.reset(1024)
         self.lr0_memo_t.clear()
-        self.k_off.clear()
-        self.k_off.push_back(0)
-        self.k_core.clear()
-        self.k_la.clear()
-        self.tr_off.clear()
-        self.tr_off.push_back(0)
-        self.tr.clear()
-        self.rd_off.clear()
-        self.rd_off.push_back(0)
-        self.rd.clear()
-        self.index.reset(1024)
-        self.keybuf.clear()
-        self.keybuf.push_back(<uint64_t>self.rule_off[0])
-        h = _hash_words(self.keybuf.data(), 1)
-        self.index.find(self.keybuf.data(), 1, h)
-        self.index.add(self.keybuf.data(), 1, h)
-        self.k_core.push_back(self.rule_off[0])
-        self.k_off.push_back(1)
+        self._begin_exploration(False)
         while head < <int64_t>self.k_off.size() - 1:  # no revisits: states in number order
             if self._lr0_step(head, limit) < 0:
                 return -1
@@ -1022,41 +1083,16 @@ cdef class Automaton:
     cdef int _pre_groups(self, int64_t b) except -1:
         """Group the closure items of nonterminal ``b`` (computed) by the symbol after their dot,
         into ``pg_*`` (see the attributes)."""
-        cdef int64_t p, phi, i, x, g, g0 = <int64_t>self.pg_sym.size(), n_g, lo
-        cdef vector[int32_t] cnt
-        p = self.pre_off[b]
-        phi = <int64_t>self.pre_len[b]
-        self.sgen += 1
-        if self.sgen == 0:
-            self.sym_stamp.assign(self.sym_stamp.size(), 0)
-            self.sgen = 1
-        for i in range(phi):
-            x = self.core_next[self.pre_items[p + 2 * i]]
-            if x < 0:
-                continue
-            if self.sym_stamp[x] != self.sgen:
-                self.sym_stamp[x] = self.sgen
-                self.sym_idx[x] = <int32_t>cnt.size()
-                cnt.push_back(0)
-                self.pg_sym.push_back(<int32_t>x)
-                self.pg_t.push_back(-1)
-                self.pg_b.push_back(<int32_t>b)
-            cnt[self.sym_idx[x]] += 1
-        n_g = <int64_t>cnt.size()
-        lo = <int64_t>self.pg_items.size()
+        cdef int64_t p = self.pre_off[b], g, g0 = <int64_t>self.pg_sym.size(), n_g, i
+        cdef int64_t lo = <int64_t>self.pg_items.size()
+        n_g = self._group_by_next_symbol(self.pre_items.data() + p, self.pre_len[b], 2, 0)
         for g in range(n_g):
-            x = cnt[g]
-            cnt[g] = <int32_t>lo  # fill cursors
-            lo += x
-            self.pg_lo.push_back(lo)
-        self.pg_items.resize(lo)
-        for i in range(phi):
-            x = self.core_next[self.pre_items[p + 2 * i]]
-            if x < 0:
-                continue
-            g = self.sym_idx[x]
-            self.pg_items[cnt[g]] = <int32_t>i
-            cnt[g] += 1
+            self.pg_sym.push_back(self.sym_order[g])
+            self.pg_t.push_back(-1)
+            self.pg_b.push_back(<int32_t>b)
+            self.pg_lo.push_back(lo + self.grp_off[g + 1])
+        for i in range(self.grp_off[n_g]):
+            self.pg_items.push_back(self.grp_items[i])
         for g in range(g0, g0 + n_g):
             for i in range(self.pg_lo[g], self.pg_lo[g + 1]):
                 if self.pre_items[p + 2 * <int64_t>self.pg_items[i] + 1] & 1:
@@ -1066,17 +1102,145 @@ cdef class Automaton:
         self.pg_n[b] = <int32_t>n_g
         return 0
 
+    cdef int64_t _group_by_next_symbol(self, const int32_t* cores, int64_t n, int64_t stride,
+                                       int64_t base) except -1:
+        """Group the items ``cores[i * stride]`` (``i < n``) by the symbol after their dot,
+        complete items left out, groups in order of first appearance (the order of the Python
+        builder's successors): group ``g`` is symbol ``sym_order[g]`` and the positions
+        ``base + i`` of its items, in item order, are ``grp_items[grp_off[g]:grp_off[g + 1]]``.
+        The symbols stay marked in a new generation of ``sym_stamp`` (``sym_idx``: their group),
+        for the caller to add groups of other symbols after them. Returns the number of groups.
+
+        Why one routine: a state's closure (:meth:`explore`), its kernel (:meth:`_lr0_step`,
+        :meth:`_lr1_step`), its closure's cores (:meth:`_lr0_groups_of_closure`) and a
+        nonterminal's closure list (:meth:`_pre_groups`, stride 2) are grouped alike, and the
+        shortcuts rely on every one of them giving the closure path's order."""
+        cdef int64_t i, g, x, j, n_grp
+        self._next_symbol_generation()
+        self.sym_order.clear()
+        self.grp_off.clear()
+        for i in range(n):
+            x = self.core_next[cores[i * stride]]
+            if x < 0:
+                continue
+            if self.sym_stamp[x] != self.sgen:
+                self.sym_stamp[x] = self.sgen
+                self.sym_idx[x] = <int32_t>self.sym_order.size()
+                self.sym_order.push_back(<int32_t>x)
+                self.grp_off.push_back(0)
+            self.grp_off[self.sym_idx[x]] += 1
+        n_grp = <int64_t>self.sym_order.size()
+        self.grp_off.push_back(0)
+        j = 0
+        for g in range(n_grp + 1):  # counts -> start offsets; grp_cur: the fill cursors
+            x = self.grp_off[g]
+            self.grp_off[g] = <int32_t>j
+            j += x
+        self.grp_cur.assign(self.grp_off.begin(), self.grp_off.end())
+        self.grp_items.assign(j, 0)
+        for i in range(n):
+            x = self.core_next[cores[i * stride]]
+            if x < 0:
+                continue
+            g = self.sym_idx[x]
+            self.grp_items[self.grp_cur[g]] = <int32_t>(base + i)
+            self.grp_cur[g] += 1
+        return n_grp
+
+    cdef inline int _group_cores(self, int64_t g, const int32_t* cores) except -1:
+        """Append the shifted cores of group ``g`` of :meth:`_group_by_next_symbol` to ``ordbuf``
+        (``cores``: what was grouped, indexed by the positions it recorded)."""
+        cdef int64_t i
+        for i in range(self.grp_off[g], self.grp_off[g + 1]):
+            self.ordbuf.push_back(cores[self.grp_items[i]] + 1)
+        return 0
+
+    cdef bint _kernel_nonterminals(self, int64_t lo, int64_t hi) except -1:
+        """The distinct nonterminals ``b1, b2, ...`` after the dots of kernel items ``lo:hi`` into
+        ``bs`` (as nonterminal ids), in first-appearance order; False when an item is at the start
+        of its rule (the start state), whose closure may hold a kernel core again, so that the
+        kernel-only steps (:meth:`_lr0_step`, :meth:`_lr1_step`) do not apply."""
+        cdef int64_t T = self.T, j, x
+        cdef int32_t c
+        self._next_symbol_generation()
+        self.bs.clear()
+        for j in range(lo, hi):
+            c = self.k_core[j]
+            if self.dot0[c]:
+                return False
+            x = self.core_next[c]
+            if x >= T and self.sym_stamp[x] != self.sgen:
+                self.sym_stamp[x] = self.sgen
+                self.bs.push_back(<int32_t>(x - T))
+        return True
+
+    cdef int64_t _link_group_sources(self, int64_t n_grp) except -1:
+        """After the kernel's ``n_grp`` groups (:meth:`_group_by_next_symbol`, symbols marked),
+        the groups of each ``b`` of ``bs`` in order: a symbol not marked yet starts a new
+        successor ``gi`` (``sym_order``), and each group of a ``b`` is linked into the list of
+        sources of its symbol's successor, in ``b`` order: ``src_head[gi]``, then ``src_next``,
+        source ``r`` being group ``src_g[r]`` of ``pg_*`` and ``src_b[r]`` its ``b``'s index in
+        ``bs``, and ``src_n[gi]`` their count. Returns the number of groups linked."""
+        cdef int64_t i, b, g, x, gi, r, q = 0
+        self.src_head.assign(n_grp, -1)
+        self.src_tail.assign(n_grp, -1)
+        self.src_n.assign(n_grp, 0)
+        self.src_g.clear()
+        self.src_b.clear()
+        self.src_next.clear()
+        for i in range(<int64_t>self.bs.size()):
+            b = self.bs[i]
+            for g in range(self.pg_first[b], self.pg_first[b] + self.pg_n[b]):
+                x = self.pg_sym[g]
+                q += 1
+                if self.sym_stamp[x] != self.sgen:
+                    self.sym_stamp[x] = self.sgen
+                    self.sym_idx[x] = <int32_t>self.sym_order.size()
+                    self.sym_order.push_back(<int32_t>x)
+                    self.src_head.push_back(-1)
+                    self.src_tail.push_back(-1)
+                    self.src_n.push_back(0)
+                gi = self.sym_idx[x]
+                r = <int64_t>self.src_g.size()
+                self.src_g.push_back(<int32_t>g)
+                self.src_b.push_back(<int32_t>i)
+                self.src_next.push_back(-1)
+                if self.src_tail[gi] < 0:
+                    self.src_head[gi] = <int32_t>r
+                else:
+                    self.src_next[self.src_tail[gi]] = <int32_t>r
+                self.src_tail[gi] = <int32_t>r
+                self.src_n[gi] += 1
+        return q
+
     cdef int32_t _lr0_target(self, int64_t limit) except -2:
         """The LR(0) state whose kernel is ``ordbuf`` (cores in kernel order), added when new;
         -1 when that would be state number ``limit``."""
+        cdef int32_t t
+        cdef bint single = self.ordbuf.size() == 1
+        if single and self.single_t[self.ordbuf[0]] >= 0:  # the commonest kernel: one item
+            return self.single_t[self.ordbuf[0]]
+        t = self._kernel_target(limit, False, False)
+        if single and t >= 0:
+            self.single_t[self.ordbuf[0]] = t
+        return t
+
+    cdef int32_t _kernel_target(self, int64_t limit, bint lookahead_keys, bint lookaheads) except -2:
+        """The state whose kernel is ``ordbuf`` (cores, in kernel order), added when new, keyed
+        by its sorted cores, or by its sorted ``(core, lookahead)`` pairs when ``lookahead_keys``
+        (canonical LR(1); the lookaheads are the pool ids ``ordla``). A new state keeps the
+        lookaheads ``ordla`` as its kernel's when ``lookaheads`` (the LR(0) states have none,
+        LALR(1) merges them into a known state's). -1 when it would be state number ``limit``."""
         cdef int64_t klen = <int64_t>self.ordbuf.size(), i
         cdef int32_t t
         cdef uint64_t h
-        if klen == 1 and self.single_t[self.ordbuf[0]] >= 0:  # the commonest kernel: one item
-            return self.single_t[self.ordbuf[0]]
         self.keybuf.resize(klen)
-        for i in range(klen):
-            self.keybuf[i] = <uint64_t>self.ordbuf[i]
+        if lookahead_keys:
+            for i in range(klen):
+                self.keybuf[i] = (<uint64_t>self.ordbuf[i]) << 32 | <uint64_t>self.ordla[i]
+        else:
+            for i in range(klen):
+                self.keybuf[i] = <uint64_t>self.ordbuf[i]
         sort(self.keybuf.begin(), self.keybuf.end())
         h = _hash_words(self.keybuf.data(), klen)
         t = self.index.find(self.keybuf.data(), klen, h)
@@ -1087,9 +1251,10 @@ cdef class Automaton:
             self.index.add(self.keybuf.data(), klen, h)
             for i in range(klen):
                 self.k_core.push_back(self.ordbuf[i])
+            if lookaheads:
+                for i in range(klen):
+                    self.k_la.push_back(self.ordla[i])
             self.k_off.push_back(<int64_t>self.k_core.size())
-        if klen == 1:
-            self.single_t[self.ordbuf[0]] = t
         return t
 
     cdef int _lr0_step(self, int64_t s, int64_t limit) except -2:
@@ -1106,111 +1271,30 @@ cdef class Automaton:
         state, in every state: it is looked up once per group of ``b`` (``pg_t``), and one that
         several ``b``'s groups make up once per set of those groups (``lr0_memo``). Most groups of
         the large JSON Schema grammars are of these kinds."""
-        cdef int64_t T = self.T, lo = self.k_off[s], hi = self.k_off[s + 1], j, x, b
-        cdef int64_t i, g, gi, n_grp, q, r, tlo = <int64_t>self.tr.size(), n_b
+        cdef int64_t lo = self.k_off[s], hi = self.k_off[s + 1]
+        cdef int64_t i, gi, n_grp, q, r, tlo = <int64_t>self.tr.size(), n_b
         cdef int32_t t, e
         cdef uint64_t h = 0
-        for j in range(lo, hi):
-            if self.dot0[self.k_core[j]]:
-                # an item at the start of its rule (the start state): the closure may hold it again
-                self._closure_cores(s)
-                return self._lr0_groups_of_closure(s, limit)
-        # the distinct nonterminals after a kernel dot, in first-appearance order
-        self.sgen += 1
-        if self.sgen == 0:
-            self.sym_stamp.assign(self.sym_stamp.size(), 0)
-            self.sgen = 1
-        self.bs.clear()
-        for j in range(lo, hi):
-            x = self.core_next[self.k_core[j]]
-            if x >= T and self.sym_stamp[x] != self.sgen:
-                self.sym_stamp[x] = self.sgen
-                self.bs.push_back(<int32_t>(x - T))
+        if not self._kernel_nonterminals(lo, hi):
+            # an item at the start of its rule (the start state): the closure may hold it again
+            self._closure_cores(s)
+            return self._lr0_groups_of_closure(s, limit)
         n_b = <int64_t>self.bs.size()
         for i in range(n_b):
-            b = self.bs[i]
-            if self.pre_off[b] < 0:
-                self._pre_of(b)
-            if self.pg_first[b] < 0:
-                self._pre_groups(b)
+            self._ensure_groups(self.bs[i])
         # the kernel's groups, then each b's groups of new symbols (sources: linked lists)
-        self.sgen += 1
-        if self.sgen == 0:
-            self.sym_stamp.assign(self.sym_stamp.size(), 0)
-            self.sgen = 1
-        self.sym_order.clear()
-        self.grp_off.clear()
-        for j in range(lo, hi):
-            x = self.core_next[self.k_core[j]]
-            if x < 0:
-                continue
-            if self.sym_stamp[x] != self.sgen:
-                self.sym_stamp[x] = self.sgen
-                self.sym_idx[x] = <int32_t>self.sym_order.size()
-                self.sym_order.push_back(<int32_t>x)
-                self.grp_off.push_back(0)
-            self.grp_off[self.sym_idx[x]] += 1
-        n_grp = <int64_t>self.sym_order.size()  # the kernel's groups
-        self.grp_off.push_back(0)
-        j = 0
-        for g in range(n_grp + 1):
-            x = self.grp_off[g]
-            self.grp_off[g] = <int32_t>j
-            j += x
-        self.grp_cur.assign(self.grp_off.begin(), self.grp_off.end())
-        self.grp_items.assign(j, 0)
-        for j in range(lo, hi):
-            x = self.core_next[self.k_core[j]]
-            if x < 0:
-                continue
-            g = self.sym_idx[x]
-            self.grp_items[self.grp_cur[g]] = self.k_core[j]
-            self.grp_cur[g] += 1
+        n_grp = self._group_by_next_symbol(self.k_core.data() + lo, hi - lo, 1, lo)
         if n_b == 1:
             return self._lr0_one_b(s, limit, n_grp, tlo)
-        self.src_head.assign(n_grp, -1)
-        self.src_tail.assign(n_grp, -1)
-        self.src_n.assign(n_grp, 0)
-        self.src_g.clear()
-        self.src_next.clear()
-        q = 0
-        for i in range(n_b):
-            b = self.bs[i]
-            for g in range(self.pg_first[b], self.pg_first[b] + self.pg_n[b]):
-                x = self.pg_sym[g]
-                q += 1
-                if self.sym_stamp[x] != self.sgen:
-                    self.sym_stamp[x] = self.sgen
-                    self.sym_idx[x] = <int32_t>self.sym_order.size()
-                    self.sym_order.push_back(<int32_t>x)
-                    self.src_head.push_back(-1)
-                    self.src_tail.push_back(-1)
-                    self.src_n.push_back(0)
-                gi = self.sym_idx[x]
-                r = <int64_t>self.src_g.size()
-                self.src_g.push_back(<int32_t>g)
-                self.src_next.push_back(-1)
-                if self.src_tail[gi] < 0:
-                    self.src_head[gi] = <int32_t>r
-                else:
-                    self.src_next[self.src_tail[gi]] = <int32_t>r
-                self.src_tail[gi] = <int32_t>r
-                self.src_n[gi] += 1
+        q = self._link_group_sources(n_grp)
         self._tick("LR table (item sets)", hi - lo + q)
         for gi in range(<int64_t>self.sym_order.size()):
             r = self.src_head[gi]
             if gi >= n_grp and self.src_n[gi] == 1:  # one b's group alone: the same state everywhere
-                g = self.src_g[r]
-                t = self.pg_t[g]
+                t = self._lr0_group_target(self.src_g[r], limit)
                 if t < 0:
-                    self.ordbuf.clear()
-                    self._pg_cores(g)
-                    t = self._lr0_target(limit)
-                    if t < 0:
-                        return -1
-                    self.pg_t[g] = t
+                    return -1
             else:
-                e = -1
                 if gi >= n_grp:  # several b's groups alone: the state of that set of groups
                     self.mkey.clear()
                     while r >= 0:
@@ -1220,18 +1304,14 @@ cdef class Automaton:
                     h = _hash_words(self.mkey.data(), <int64_t>self.mkey.size())
                     e = self.lr0_memo.find(self.mkey.data(), <int64_t>self.mkey.size(), h)
                     if e >= 0:
-                        self.tr.push_back((<uint64_t>self.sym_order[gi]) << 32 | <uint64_t>self.lr0_memo_t[e])
+                        self._add_transition(self.sym_order[gi], self.lr0_memo_t[e])
                         continue
                     r = self.src_head[gi]
                 self.ordbuf.clear()
                 if gi < n_grp:
-                    for i in range(self.grp_off[gi], self.grp_off[gi + 1]):
-                        self.ordbuf.push_back(self.grp_items[i] + 1)
+                    self._group_cores(gi, self.k_core.data())
                 if self.src_n[gi] > 1:  # items of several b's: each core once, first place
-                    self.cgen += 1
-                    if self.cgen == 0:
-                        self.cstamp.assign(self.cstamp.size(), 0)
-                        self.cgen = 1
+                    self._next_core_generation()
                 while r >= 0:
                     if self.src_n[gi] > 1:
                         self._pg_cores_new(self.src_g[r])
@@ -1242,19 +1322,30 @@ cdef class Automaton:
                 if t < 0:
                     return -1
                 if gi >= n_grp:
-                    self.lr0_memo.find(self.mkey.data(), <int64_t>self.mkey.size(), h)
-                    self.lr0_memo.add(self.mkey.data(), <int64_t>self.mkey.size(), h)
+                    self.lr0_memo.insert(self.mkey.data(), <int64_t>self.mkey.size(), h)
                     self.lr0_memo_t.push_back(t)
-            self.tr.push_back((<uint64_t>self.sym_order[gi]) << 32 | <uint64_t>t)
-        sort(self.tr.begin() + tlo, self.tr.end())
-        self.tr_off.push_back(<int64_t>self.tr.size())
-        return 0
+            self._add_transition(self.sym_order[gi], t)
+        return self._end_transitions(tlo)
+
+    cdef int32_t _lr0_group_target(self, int64_t g, int64_t limit) except -2:
+        """The LR(0) state whose kernel is group ``g`` of ``pg_*`` shifted, when that group alone
+        makes a successor: the same state wherever it does, so it is looked up once (``pg_t``).
+        -1 when it would be state number ``limit``."""
+        cdef int32_t t = self.pg_t[g]
+        if t < 0:
+            self.ordbuf.clear()
+            self._pg_cores(g)
+            t = self._lr0_target(limit)
+            if t < 0:
+                return -1
+            self.pg_t[g] = t
+        return t
 
     cdef int _lr0_one_b(self, int64_t s, int64_t limit, int64_t n_grp, int64_t tlo) except -2:
         """The rest of :meth:`_lr0_step` when one nonterminal ``b`` follows the kernel dots (the
         commonest case), without the source lists: the kernel's groups (in ``grp_*``, their
         symbols stamped) take ``b``'s group of their symbol, then ``b``'s other groups follow."""
-        cdef int64_t b = self.bs[0], g, g0 = self.pg_first[b], g1 = g0 + self.pg_n[b], i, q
+        cdef int64_t b = self.bs[0], g, g0 = self.pg_first[b], g1 = g0 + self.pg_n[b], q
         cdef int32_t t
         self._tick("LR table (item sets)", self.k_off[s + 1] - self.k_off[s] + g1 - g0)
         self.kg_pre.assign(n_grp, -1)
@@ -1263,30 +1354,22 @@ cdef class Automaton:
                 self.kg_pre[self.sym_idx[self.pg_sym[g]]] = <int32_t>g
         for g in range(n_grp):
             self.ordbuf.clear()
-            for i in range(self.grp_off[g], self.grp_off[g + 1]):
-                self.ordbuf.push_back(self.grp_items[i] + 1)
+            self._group_cores(g, self.k_core.data())
             q = self.kg_pre[g]
             if q >= 0:
                 self._pg_cores(q)
             t = self._lr0_target(limit)
             if t < 0:
                 return -1
-            self.tr.push_back((<uint64_t>self.sym_order[g]) << 32 | <uint64_t>t)
+            self._add_transition(self.sym_order[g], t)
         for g in range(g0, g1):
             if self.sym_stamp[self.pg_sym[g]] == self.sgen:
                 continue
-            t = self.pg_t[g]
+            t = self._lr0_group_target(g, limit)
             if t < 0:
-                self.ordbuf.clear()
-                self._pg_cores(g)
-                t = self._lr0_target(limit)
-                if t < 0:
-                    return -1
-                self.pg_t[g] = t
-            self.tr.push_back((<uint64_t>self.pg_sym[g]) << 32 | <uint64_t>t)
-        sort(self.tr.begin() + tlo, self.tr.end())
-        self.tr_off.push_back(<int64_t>self.tr.size())
-        return 0
+                return -1
+            self._add_transition(self.pg_sym[g], t)
+        return self._end_transitions(tlo)
 
     cdef inline void _pg_cores(self, int64_t g) noexcept:
         """Append the shifted cores of group ``g`` (of ``pg_*``) to ``ordbuf``."""
@@ -1307,91 +1390,25 @@ cdef class Automaton:
 
     cdef int _lr0_groups_of_closure(self, int64_t s, int64_t limit) except -2:
         """:meth:`_lr0_step` for a state closed into ``ccores``: group by symbol, look up."""
-        cdef int64_t i, g, gi, n_items = <int64_t>self.ccores.size(), n_grp, x, j
-        cdef int64_t tlo = <int64_t>self.tr.size()
-        cdef int32_t c, t
-        self._tick("LR table (item sets)", n_items)
-        self.sgen += 1
-        if self.sgen == 0:
-            self.sym_stamp.assign(self.sym_stamp.size(), 0)
-            self.sgen = 1
-        self.sym_order.clear()
-        self.grp_off.clear()
-        for i in range(n_items):
-            x = self.core_next[self.ccores[i]]
-            if x < 0:
-                continue
-            if self.sym_stamp[x] != self.sgen:
-                self.sym_stamp[x] = self.sgen
-                self.sym_idx[x] = <int32_t>self.sym_order.size()
-                self.sym_order.push_back(<int32_t>x)
-                self.grp_off.push_back(0)
-            self.grp_off[self.sym_idx[x]] += 1
-        n_grp = <int64_t>self.sym_order.size()
-        self.grp_off.push_back(0)
-        j = 0
-        for g in range(n_grp + 1):
-            x = self.grp_off[g]
-            self.grp_off[g] = <int32_t>j
-            j += x
-        self.grp_cur.assign(self.grp_off.begin(), self.grp_off.end())
-        self.grp_items.assign(j, 0)
-        for i in range(n_items):
-            c = self.ccores[i]
-            x = self.core_next[c]
-            if x < 0:
-                continue
-            g = self.sym_idx[x]
-            self.grp_items[self.grp_cur[g]] = c
-            self.grp_cur[g] += 1
+        cdef int64_t g, n_grp, tlo = <int64_t>self.tr.size()
+        cdef int32_t t
+        self._tick("LR table (item sets)", <int64_t>self.ccores.size())
+        n_grp = self._group_by_next_symbol(self.ccores.data(), <int64_t>self.ccores.size(), 1, 0)
         for g in range(n_grp):
             self.ordbuf.clear()
-            for gi in range(self.grp_off[g], self.grp_off[g + 1]):
-                self.ordbuf.push_back(self.grp_items[gi] + 1)
+            self._group_cores(g, self.ccores.data())
             t = self._lr0_target(limit)
             if t < 0:
                 return -1
-            self.tr.push_back((<uint64_t>self.sym_order[g]) << 32 | <uint64_t>t)
-        sort(self.tr.begin() + tlo, self.tr.end())
-        self.tr_off.push_back(<int64_t>self.tr.size())
-        return 0
-
-    cdef int32_t _lr1_target(self, int64_t limit) except -2:
-        """The canonical state whose kernel is ``ordbuf`` (cores) with lookaheads ``ordla`` (pool
-        ids), in kernel order, added when new; -1 when that would be state number ``limit``."""
-        cdef int64_t klen = <int64_t>self.ordbuf.size(), i
-        cdef int32_t t
-        cdef uint64_t h
-        self.keybuf.resize(klen)
-        for i in range(klen):
-            self.keybuf[i] = (<uint64_t>self.ordbuf[i]) << 32 | <uint64_t>self.ordla[i]
-        sort(self.keybuf.begin(), self.keybuf.end())
-        h = _hash_words(self.keybuf.data(), klen)
-        t = self.index.find(self.keybuf.data(), klen, h)
-        if t < 0:
-            if <int64_t>self.k_off.size() - 1 >= limit:
-                return -1
-            t = <int32_t>(self.k_off.size() - 1)
-            self.index.add(self.keybuf.data(), klen, h)
-            for i in range(klen):
-                self.k_core.push_back(self.ordbuf[i])
-                self.k_la.push_back(self.ordla[i])
-            self.k_off.push_back(<int64_t>self.k_core.size())
-        return t
+            self._add_transition(self.sym_order[g], t)
+        return self._end_transitions(tlo)
 
     cdef int32_t _pre_la(self, int32_t code, int32_t l_id) except -1:
         """The pool id of a closure item's lookahead ``spontaneous | (L if inherits)`` for its
         closure-list code and ``L`` = pool set ``l_id``."""
-        cdef int32_t sm = code >> 1
-        cdef uint64_t* a
-        if not (code & 1) or l_id == 0 or sm == l_id:
-            return sm
-        if sm == 0:
-            return l_id
-        a = self.tmp.data()
-        memcpy(a, self.pool.key(sm), <size_t>self.W * 8)
-        _or(a, self.pool.key(l_id), self.W)
-        return self.pool.intern(a, self.W)
+        if not (code & 1):
+            return code >> 1
+        return self._union(code >> 1, l_id)
 
     cdef inline void _remember(self, int64_t gi, int32_t t) noexcept:
         """Record ``t`` as the state of successor ``gi`` of the current :meth:`_lr1_step` (one
@@ -1417,48 +1434,21 @@ cdef class Automaton:
         up once per such combination (``memo``). Successors are added in the order, kernel order
         and numbering of :meth:`explore`'s closure path, and the reduces are the complete kernel
         items' (the closure adds none)."""
-        cdef int64_t T = self.T, W = self.W, lo = self.k_off[s], hi = self.k_off[s + 1], j, x, b
-        cdef int64_t i, g, gi, n_grp, n_b, q, r, p, phi, tlo = <int64_t>self.tr.size(), pos
-        cdef int32_t c, t, la, e, l_id, old
+        cdef int64_t T = self.T, W = self.W, lo = self.k_off[s], hi = self.k_off[s + 1], j, b
+        cdef int64_t i, g, gi, n_grp, n_b, r, p, phi, tlo = <int64_t>self.tr.size(), pos
+        cdef int32_t c, t, la, e, l_id
         cdef uint64_t* L = self.lbuf.data()
-        cdef uint64_t* a
         cdef uint64_t h = 0
-        cdef int8_t f
         cdef bint multi
-        self.sgen += 1
-        if self.sgen == 0:
-            self.sym_stamp.assign(self.sym_stamp.size(), 0)
-            self.sgen = 1
-        self.bs.clear()
-        for j in range(lo, hi):
-            c = self.k_core[j]
-            if self.dot0[c]:
-                return 0
-            x = self.core_next[c]
-            if x >= T and self.sym_stamp[x] != self.sgen:
-                self.sym_stamp[x] = self.sgen
-                self.bs.push_back(<int32_t>(x - T))
+        if not self._kernel_nonterminals(lo, hi):
+            return 0
         n_b = <int64_t>self.bs.size()
         self.l_of.resize(n_b)
         for i in range(n_b):
             b = self.bs[i]
-            if self.pre_off[b] < 0:
-                self._pre_of(b)
-            f = self.pre_cmpl[b]
-            if f < 0:
-                f = 0
-                p = self.pre_off[b]
-                phi = p + 2 * <int64_t>self.pre_len[b]
-                while p < phi:
-                    if self.core_next[self.pre_items[p]] < 0:
-                        f = 1
-                        break
-                    p += 2
-                self.pre_cmpl[b] = f
-            if f:
+            if self._closure_has_complete_item(b):
                 return 0
-            if self.pg_first[b] < 0:
-                self._pre_groups(b)
+            self._ensure_groups(b)
             # L_b: what the kernel items before b pass on to b's closure items; its pool id
             # directly while a single set makes it up (one kernel item, a suffix not nullable)
             memset(L, 0, <size_t>W * 8)
@@ -1467,100 +1457,28 @@ cdef class Automaton:
                 c = self.k_core[j]
                 if self.core_next[c] != T + b:
                     continue
-                if self.beta_id[c] < 0:
-                    self._beta(c)
-                e = self.beta_id[c]
+                e = self._beta_set(c)
                 _or(L, self.pool.key(e), W)
-                if e and l_id != e:
-                    if l_id == 0:
-                        l_id = e
-                    else:
-                        l_id = -1
+                l_id = _one_set_id(l_id, e)
                 if self.beta_null[c] and self.k_la[j]:
                     e = self.k_la[j]
                     _or(L, self.pool.key(e), W)
-                    if l_id != e:
-                        if l_id == 0:
-                            l_id = e
-                        else:
-                            l_id = -1
+                    l_id = _one_set_id(l_id, e)
             if l_id < 0:
                 l_id = self.pool.intern(L, W)
             self.l_of[i] = l_id
-        # the kernel's groups, by first appearance
-        self.sgen += 1
-        if self.sgen == 0:
-            self.sym_stamp.assign(self.sym_stamp.size(), 0)
-            self.sgen = 1
-        self.sym_order.clear()
-        self.grp_off.clear()
-        for j in range(lo, hi):
-            x = self.core_next[self.k_core[j]]
-            if x < 0:
-                continue
-            if self.sym_stamp[x] != self.sgen:
-                self.sym_stamp[x] = self.sgen
-                self.sym_idx[x] = <int32_t>self.sym_order.size()
-                self.sym_order.push_back(<int32_t>x)
-                self.grp_off.push_back(0)
-            self.grp_off[self.sym_idx[x]] += 1
-        n_grp = <int64_t>self.sym_order.size()
-        self.grp_off.push_back(0)
-        i = 0
-        for g in range(n_grp + 1):
-            x = self.grp_off[g]
-            self.grp_off[g] = <int32_t>i
-            i += x
-        self.grp_cur.assign(self.grp_off.begin(), self.grp_off.end())
-        self.grp_items.assign(i, 0)
-        for j in range(lo, hi):
-            x = self.core_next[self.k_core[j]]
-            if x < 0:
-                continue
-            g = self.sym_idx[x]
-            self.grp_items[self.grp_cur[g]] = <int32_t>j
-            self.grp_cur[g] += 1
-        # then each b's groups of new symbols; sources (group of b, index of b) as linked lists
-        self.src_head.assign(n_grp, -1)
-        self.src_tail.assign(n_grp, -1)
-        self.src_n.assign(n_grp, 0)
-        self.src_g.clear()
-        self.src_b.clear()
-        self.src_next.clear()
-        q = 0
-        for i in range(n_b):
-            b = self.bs[i]
-            for g in range(self.pg_first[b], self.pg_first[b] + self.pg_n[b]):
-                x = self.pg_sym[g]
-                q += 1
-                if self.sym_stamp[x] != self.sgen:
-                    self.sym_stamp[x] = self.sgen
-                    self.sym_idx[x] = <int32_t>self.sym_order.size()
-                    self.sym_order.push_back(<int32_t>x)
-                    self.src_head.push_back(-1)
-                    self.src_tail.push_back(-1)
-                    self.src_n.push_back(0)
-                gi = self.sym_idx[x]
-                r = <int64_t>self.src_g.size()
-                self.src_g.push_back(<int32_t>g)
-                self.src_b.push_back(<int32_t>i)
-                self.src_next.push_back(-1)
-                if self.src_tail[gi] < 0:
-                    self.src_head[gi] = <int32_t>r
-                else:
-                    self.src_next[self.src_tail[gi]] = <int32_t>r
-                self.src_tail[gi] = <int32_t>r
-                self.src_n[gi] += 1
-        self._tick("LR table (item sets)", hi - lo + q)
+        # the kernel's groups, by first appearance, then each b's groups of new symbols; sources
+        # (group of b, index of b) as linked lists
+        n_grp = self._group_by_next_symbol(self.k_core.data() + lo, hi - lo, 1, lo)
+        self._tick("LR table (item sets)", hi - lo + self._link_group_sources(n_grp))
         for gi in range(<int64_t>self.sym_order.size()):
             multi = self.src_n[gi] > 1
-            e = -1
             if gi >= n_grp:  # b's groups alone: the state of those groups and their L_b
                 if not multi:  # the last L_b seen with this group, the commonest hit
                     r = self.src_head[gi]
                     g = self.src_g[r]
                     if g < <int64_t>self.pg_last_l.size() and self.pg_last_l[g] == self.l_of[self.src_b[r]]:
-                        self.tr.push_back((<uint64_t>self.sym_order[gi]) << 32 | <uint64_t>self.pg_last_t[g])
+                        self._add_transition(self.sym_order[gi], self.pg_last_t[g])
                         continue
                 self.mkey.clear()
                 r = self.src_head[gi]
@@ -1574,7 +1492,7 @@ cdef class Automaton:
                 if e >= 0:
                     if not multi:
                         self._remember(gi, self.memo_t[e])
-                    self.tr.push_back((<uint64_t>self.sym_order[gi]) << 32 | <uint64_t>self.memo_t[e])
+                    self._add_transition(self.sym_order[gi], self.memo_t[e])
                     continue
             self.ordbuf.clear()
             self.ordla.clear()
@@ -1584,10 +1502,7 @@ cdef class Automaton:
                     self.ordbuf.push_back(self.k_core[j] + 1)
                     self.ordla.push_back(self.k_la[j])
             if multi:  # items of several b's: each core once, at its first place, lookaheads or'ed
-                self.cgen += 1
-                if self.cgen == 0:
-                    self.cstamp.assign(self.cstamp.size(), 0)
-                    self.cgen = 1
+                self._next_core_generation()
             r = self.src_head[gi]
             while r >= 0:
                 g = self.src_g[r]
@@ -1600,33 +1515,23 @@ cdef class Automaton:
                     if multi:
                         if self.cstamp[c] == self.cgen:
                             pos = self.cpos[c]
-                            old = self.ordla[pos]
-                            if la != old and la != 0:
-                                if old == 0:
-                                    self.ordla[pos] = la
-                                else:
-                                    a = self.tmp.data()
-                                    memcpy(a, self.pool.key(old), <size_t>W * 8)
-                                    _or(a, self.pool.key(la), W)
-                                    self.ordla[pos] = self.pool.intern(a, W)
+                            self.ordla[pos] = self._union(self.ordla[pos], la)
                             continue
                         self.cstamp[c] = self.cgen
                         self.cpos[c] = <int32_t>self.ordbuf.size()
                     self.ordbuf.push_back(c)
                     self.ordla.push_back(la)
                 r = self.src_next[r]
-            t = self._lr1_target(limit)
+            t = self._kernel_target(limit, True, True)
             if t < 0:
                 return -1
             if gi >= n_grp:
-                self.memo.find(self.mkey.data(), <int64_t>self.mkey.size(), h)
-                self.memo.add(self.mkey.data(), <int64_t>self.mkey.size(), h)
+                self.memo.insert(self.mkey.data(), <int64_t>self.mkey.size(), h)
                 self.memo_t.push_back(t)
                 if not multi:
                     self._remember(gi, t)
-            self.tr.push_back((<uint64_t>self.sym_order[gi]) << 32 | <uint64_t>t)
-        sort(self.tr.begin() + tlo, self.tr.end())
-        self.tr_off.push_back(<int64_t>self.tr.size())
+            self._add_transition(self.sym_order[gi], t)
+        self._end_transitions(tlo)
         self._record_kernel_reduces(s)
         return 1
 
@@ -1645,22 +1550,14 @@ cdef class Automaton:
         (``pg_t``) gives each of its many predecessors the same spontaneous sets: they are or'ed
         in once, and only the inheriting items are visited per predecessor. The fixed point then
         or's bitsets along edges, without the GIL."""
-        cdef int64_t W = self.W, T = self.T, n, K, s, k, j, p, b, x, d, e, i, w
-        cdef int64_t head, tail, count, steps
+        cdef int64_t W = self.W, T = self.T, n, K, s, k, j, p, b, x, d, i
         cdef int32_t c, c2, code, sm, bf, t
         cdef bint bn
-        cdef uint64_t bits, v
         cdef vector[uint64_t] la
-        cdef vector[int32_t] e_src, e_dst, e_off, e_to, q
-        cdef vector[uint8_t] inq, g_done
+        cdef vector[int32_t] e_src, e_dst
+        cdef vector[uint8_t] g_done
         cdef int64_t pb, g
         cdef uint64_t* L
-        cdef uint64_t* sp
-        cdef uint64_t* dp
-        cdef const int32_t* eo
-        cdef const int32_t* et
-        cdef int32_t* qq
-        cdef uint8_t* iq
         if self.lr0_n < 0:
             raise RuntimeError("Automaton.lalr_from_lr0 before a successful explore_lr0")
         self.check("LR table (item sets)")
@@ -1685,10 +1582,7 @@ cdef class Automaton:
             for j in range(self.k_off[s], self.k_off[s + 1]):  # (first: they use sym_idx)
                 x = self.core_next[self.k_core[j]]
                 if x >= T:
-                    if self.pre_off[x - T] < 0:
-                        self._pre_of(x - T)
-                    if self.pg_first[x - T] < 0:
-                        self._pre_groups(x - T)
+                    self._ensure_groups(x - T)
             # the successor kernels' positions by core (a core determines the symbol before its
             # dot, so the successors of one state have disjoint cores), and targets by symbol
             # (every symbol after a dot in the closure has one)
@@ -1707,11 +1601,7 @@ cdef class Automaton:
                 if x < T:
                     continue
                 b = x - T
-                if self.pre_off[b] < 0:
-                    self._pre_of(b)
-                if self.beta_id[c] < 0:
-                    self._beta(c)
-                bf = self.beta_id[c]
+                bf = self._beta_set(c)
                 bn = self.beta_null[c]
                 if <int64_t>g_done.size() < <int64_t>self.pg_t.size():
                     g_done.resize(self.pg_t.size(), 0)
@@ -1749,61 +1639,7 @@ cdef class Automaton:
                             if bn:
                                 e_src.push_back(<int32_t>j)
                                 e_dst.push_back(<int32_t>d)
-        # the edges by source (counting sort), then a work queue over the items, a ring of K
-        # slots (an item is queued at most once at a time)
-        e_off.assign(K + 1, 0)
-        for e in range(<int64_t>e_src.size()):
-            e_off[e_src[e] + 1] += 1
-        for i in range(K):
-            e_off[i + 1] += e_off[i]
-        e_to.assign(e_src.size(), 0)
-        q.assign(e_off.begin(), e_off.end() - 1)  # fill cursors
-        for e in range(<int64_t>e_src.size()):
-            i = e_src[e]
-            e_to[q[i]] = e_dst[e]
-            q[i] += 1
-        e_src.clear()
-        e_dst.clear()
-        q.resize(K)
-        for i in range(K):
-            q[i] = <int32_t>i
-        inq.assign(K, 1)
-        head = 0
-        tail = 0
-        count = K
-        L = la.data()
-        eo = e_off.data()
-        et = e_to.data()
-        qq = q.data()
-        iq = inq.data()
-        while count:
-            with nogil:
-                steps = 0
-                while count and steps < _CHECK_WORK:
-                    i = qq[head]
-                    head += 1
-                    if head == K:
-                        head = 0
-                    count -= 1
-                    iq[i] = 0
-                    sp = L + i * W
-                    steps += 1 + eo[i + 1] - eo[i]
-                    for e in range(eo[i], eo[i + 1]):
-                        d = et[e]
-                        dp = L + d * W
-                        bits = 0
-                        for w in range(W):
-                            v = sp[w] & ~dp[w]
-                            bits |= v
-                            dp[w] |= v
-                        if bits and not iq[d]:
-                            iq[d] = 1
-                            qq[tail] = <int32_t>d
-                            tail += 1
-                            if tail == K:
-                                tail = 0
-                            count += 1
-            self._tick("LR table (lookaheads)", steps)
+        self._propagate(la.data(), K, e_src, e_dst, "LR table (lookaheads)")
         # the lookaheads stay rows (tables() reads a kernel's reduces from them); only the
         # states whose reduces need a closure have them interned (_intern_kernel)
         self.k_la.assign(K, -1)
@@ -1824,85 +1660,39 @@ cdef class Automaton:
     cdef bint _closure_reduces(self, int64_t s) except -1:
         """Whether state ``s``'s closure adds a complete item (an ε-rule's) to its kernel, so
         that its reduces need the closure; otherwise they are its complete kernel items'."""
-        cdef int64_t T = self.T, j, x, b, p, phi
-        cdef int8_t f
+        cdef int64_t T = self.T, j, x
         for j in range(self.k_off[s], self.k_off[s + 1]):
             x = self.core_next[self.k_core[j]]
-            if x < T:
-                continue
-            b = x - T
-            f = self.pre_cmpl[b]
-            if f < 0:
-                if self.pre_off[b] < 0:
-                    self._pre_of(b)
-                f = 0
-                p = self.pre_off[b]
-                phi = p + 2 * <int64_t>self.pre_len[b]
-                while p < phi:
-                    if self.core_next[self.pre_items[p]] < 0:
-                        f = 1
-                        break
-                    p += 2
-                self.pre_cmpl[b] = f
-            if f:
+            if x >= T and self._closure_has_complete_item(x - T):
                 return True
         return False
 
     cdef int _record_kernel_reduces(self, int64_t s) except -1:
         """:meth:`_record_reduces` of state ``s`` when its closure adds no complete item
         (:meth:`_closure_reduces`): the complete kernel items' lookaheads are the closure's."""
-        cdef int64_t W = self.W, j, k, lo = <int64_t>self.rd.size()
-        cdef int32_t c, r
-        cdef uint64_t w
-        cdef const uint64_t* row
+        cdef int64_t j, lo = <int64_t>self.rd.size()
+        cdef int32_t r
         for j in range(self.k_off[s], self.k_off[s + 1]):
-            c = self.k_core[j]
-            if self.core_next[c] != -1:
-                continue
-            r = self.core_rule[c]
-            if r == 0:
+            r = self._reduce_rule(self.k_core[j])
+            if r < 0:
                 continue
             if self.has_rows:
-                row = self.la_rows.data() + j * W
+                self._add_reduces(self.la_rows.data() + j * self.W, r)
             else:
-                row = self.pool.key(self.k_la[j])
-            for k in range(W):
-                w = row[k]
-                while w:
-                    self.rd.push_back((<uint64_t>(k * 64 + __builtin_ctzll(w))) << 32 | <uint64_t>r)
-                    w &= w - 1
-        if <int64_t>self.rd.size() - lo > 1:
-            sort(self.rd.begin() + lo, self.rd.end())
-            self.rd.erase(unique(self.rd.begin() + lo, self.rd.end()), self.rd.end())
-        self.rd_off.push_back(<int64_t>self.rd.size())
-        return 0
+                self._add_reduces(self.pool.key(self.k_la[j]), r)
+        return self._end_reduces(lo)
 
     cdef int _record_reduces(self) except -1:
         """Append the reduce pairs of the closure in ``clo`` (complete items except rule 0), sorted
         and unique, as the next state's reduce list."""
         cdef _Items it = self.clo
-        cdef int64_t W = self.W, i, k, lo = <int64_t>self.rd.size()
-        cdef int32_t c, r
-        cdef uint64_t w
-        cdef uint64_t* row
+        cdef int64_t i, lo = <int64_t>self.rd.size()
+        cdef int32_t r
         for i in range(<int64_t>it.core.size()):
-            c = it.core[i]
-            if self.core_next[c] != -1:
-                continue
-            r = self.core_rule[c]
-            if r == 0:
-                continue  # $START -> start $END . : the final state, nothing to reduce
-            row = it.row(<int32_t>i)
-            for k in range(W):
-                w = row[k]
-                while w:
-                    self.rd.push_back((<uint64_t>(k * 64 + __builtin_ctzll(w))) << 32 | <uint64_t>r)
-                    w &= w - 1
-        if <int64_t>self.rd.size() - lo > 1:
-            sort(self.rd.begin() + lo, self.rd.end())
-            self.rd.erase(unique(self.rd.begin() + lo, self.rd.end()), self.rd.end())
-        self.rd_off.push_back(<int64_t>self.rd.size())
-        return 0
+            r = self._reduce_rule(it.core[i])
+            if r >= 0:
+                self._add_reduces(it.row(<int32_t>i), r)
+        return self._end_reduces(lo)
 
     @property
     def n_states(self) -> int:
