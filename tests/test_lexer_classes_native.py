@@ -17,7 +17,7 @@ from _maskbench import MASKBENCH, first_schemas
 from conftest import byte_vocab
 
 _OVER_BUDGET = {"Snowplow[0]", "WashingtonPost[0]"}
-"""Schemas whose lexer exceeds the default limits (a 200k-instruction terminal; 76k explored
+"""Schemas whose lexer exceeds the default limits (a `maxLength: 65535` string; 76k explored
 states): no dense lexer to compare on. Any other schema over budget fails the test."""
 
 GRAMMARS = sorted((Path(__file__).resolve().parents[1] / "grammars").glob("*.lark"))

@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 from re import _constants as C  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 
+import numpy as np
+
 from glrmask.budget import current_budget
 from glrmask.errors import GrammarTooComplex, RegexError
 
@@ -380,8 +382,10 @@ class Program:
             term.classes = tuple(sorted(block.class_order))
             _TERMINAL_CACHE.put(pattern, _CachedTerminal(block, term))
         else:
-            term.classes = tuple(sorted({self.a[pc] for pc in range(first_pc, len(self.kind))
-                                         if self.kind[pc] == CHAR}))
+            # (a terminal too large for the cache is a long counted repeat: millions of pcs)
+            kinds = np.frombuffer(self.kind, dtype=np.uint8)[first_pc:]
+            operands = np.frombuffer(self.a, dtype=np.intc)[first_pc:]
+            term.classes = tuple(np.unique(operands[kinds == CHAR]).tolist())
         return term
 
     def _parse(self, name: str, pattern: str) -> tuple[sre_parse.SubPattern, bool]:
