@@ -528,6 +528,14 @@ cdef class Automaton:
             self.cstamp.assign(self.cstamp.size(), 0)
             self.cgen = 1
 
+    cdef inline bint _mark_core(self, int32_t c) noexcept:
+        """Mark core ``c`` in the current generation of ``cstamp``; whether it was unmarked (a
+        core listed once, at its first place)."""
+        if self.cstamp[c] == self.cgen:
+            return False
+        self.cstamp[c] = self.cgen
+        return True
+
     cdef inline int _ensure_closure_list(self, int64_t b) except -1:
         """Nonterminal ``b``'s closure items (``pre_*``), computed on first use."""
         if self.pre_off[b] < 0:
@@ -690,7 +698,7 @@ cdef class Automaton:
         targets and queues those that grew, a ring of ``n`` slots holding every row at first, in
         order, and each at most once at a time. The queue runs without the GIL between two calls
         of the deadline check (``stage``)."""
-        cdef int64_t W = self.W, e, i, d, w, head = 0, tail = 0, count = n, steps
+        cdef int64_t W = self.W, e, i, d, head = 0, tail = 0, count = n, steps
         cdef vector[int32_t] e_off, e_to, q
         cdef vector[uint8_t] inq
         cdef const int32_t* eo
@@ -791,11 +799,10 @@ cdef class Automaton:
         item's lookahead is ``spontaneous | (L if inherits)`` for ``L`` the lookahead of ``b``.
         Same work queue and insertion order as :meth:`glrmask.lr.table._Builder._pre_of`."""
         cdef _Items it = self.pre_work
-        cdef int64_t W = self.W, T = self.T, head = 0, r, nxt, j
+        cdef int64_t W = self.W, T = self.T, head = 0, r, nxt
         cdef int32_t c, c2, i, i2, sm
         cdef bint inh, add_inh, grew
         cdef uint64_t* m
-        cdef uint64_t* dst
         cdef uint64_t* add_m = self.lbuf.data()
         self._tick("LR table (closures)", 1)
         it.clear()
@@ -1027,8 +1034,7 @@ cdef class Automaton:
         self.ccores.clear()
         for k in range(lo, hi):
             c = self.k_core[k]
-            if self.cstamp[c] != self.cgen:
-                self.cstamp[c] = self.cgen
+            if self._mark_core(c):
                 self.ccores.push_back(c)
         for k in range(lo, hi):
             nxt = self.core_next[self.k_core[k]]
@@ -1042,8 +1048,7 @@ cdef class Automaton:
             while p < phi:
                 c = self.pre_items[p]
                 p += 2
-                if self.cstamp[c] != self.cgen:
-                    self.cstamp[c] = self.cgen
+                if self._mark_core(c):
                     self.ccores.push_back(c)
         return 0
 
@@ -1384,8 +1389,7 @@ cdef class Automaton:
         cdef int32_t c
         for i in range(self.pg_lo[g], self.pg_lo[g + 1]):
             c = self.pre_items[pb + 2 * <int64_t>self.pg_items[i]] + 1
-            if self.cstamp[c] != self.cgen:
-                self.cstamp[c] = self.cgen
+            if self._mark_core(c):
                 self.ordbuf.push_back(c)
 
     cdef int _lr0_groups_of_closure(self, int64_t s, int64_t limit) except -2:
@@ -1513,11 +1517,10 @@ cdef class Automaton:
                     c = self.pre_items[phi] + 1
                     la = self._pre_la(self.pre_items[phi + 1], l_id)
                     if multi:
-                        if self.cstamp[c] == self.cgen:
+                        if not self._mark_core(c):
                             pos = self.cpos[c]
                             self.ordla[pos] = self._union(self.ordla[pos], la)
                             continue
-                        self.cstamp[c] = self.cgen
                         self.cpos[c] = <int32_t>self.ordbuf.size()
                     self.ordbuf.push_back(c)
                     self.ordla.push_back(la)
