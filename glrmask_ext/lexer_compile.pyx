@@ -36,6 +36,7 @@ cdef extern from "Python.h":
 from cpython cimport array
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.object cimport Py_SIZE
+from glrmask_ext.ascii_refine cimport refine_ascii_labels
 
 
 cdef object _LITERAL, _NOT_LITERAL, _ANY, _IN, _SUBPATTERN, _BRANCH, _CHAR, _SPLIT, _SUBP_TYPE
@@ -84,8 +85,8 @@ cdef class _Seq:
     cdef dict cids
 
 
-cdef inline Py_ssize_t _append(_Seq ctx, int k, int a, int b) except -1:
-    """Append instruction ``(k, a, b, 0, 0)`` to the program's typed arrays; returns its pc."""
+cdef inline Py_ssize_t _push5(_Seq ctx, int k, int a, int b, int c, int d) except -1:
+    """Append instruction ``(k, a, b, c, d)`` to the program's typed arrays; returns its pc."""
     cdef Py_ssize_t n = Py_SIZE(ctx.kind)
     array.resize_smart(ctx.kind, n + 1)
     array.resize_smart(ctx.A, n + 1)
@@ -95,9 +96,14 @@ cdef inline Py_ssize_t _append(_Seq ctx, int k, int a, int b) except -1:
     ctx.kind.data.as_uchars[n] = <unsigned char>k
     ctx.A.data.as_ints[n] = a
     ctx.B.data.as_ints[n] = b
-    ctx.Cc.data.as_ints[n] = 0
-    ctx.D.data.as_ints[n] = 0
+    ctx.Cc.data.as_ints[n] = c
+    ctx.D.data.as_ints[n] = d
     return n
+
+
+cdef inline Py_ssize_t _append(_Seq ctx, int k, int a, int b) except -1:
+    """Append instruction ``(k, a, b, 0, 0)`` (no budget check: the caller made one)."""
+    return _push5(ctx, k, a, b, 0, 0)
 
 
 cdef int _class_id(_Seq ctx, object op, object av, long flags, long rel) except -1:
@@ -223,17 +229,7 @@ cdef inline Py_ssize_t _new5(_Seq ctx, int k, int a, int b, int c, int d) except
     cdef Py_ssize_t n = Py_SIZE(ctx.kind)
     if n >= ctx.max_nodes or not n & 1023:
         return ctx.p._new(k, a, b, c, d)
-    array.resize_smart(ctx.kind, n + 1)
-    array.resize_smart(ctx.A, n + 1)
-    array.resize_smart(ctx.B, n + 1)
-    array.resize_smart(ctx.Cc, n + 1)
-    array.resize_smart(ctx.D, n + 1)
-    ctx.kind.data.as_uchars[n] = <unsigned char>k
-    ctx.A.data.as_ints[n] = a
-    ctx.B.data.as_ints[n] = b
-    ctx.Cc.data.as_ints[n] = c
-    ctx.D.data.as_ints[n] = d
-    return n
+    return _push5(ctx, k, a, b, c, d)
 
 
 cdef class _Copies:
@@ -1044,12 +1040,9 @@ def partition(tuple classes, high_groups):
     by ``high_groups(wide)`` (the classes holding a non-ASCII code point; one group when there
     is none), numbered after the ASCII ones. No class at all: one group."""
     cdef int label[128]
-    cdef int member[128]
-    cdef int remap[258]
     cdef int n_labels = 1
-    cdef int b, k, nxt, pos, key, count, n_high, g
-    cdef bint inside
-    cdef object bc, pts, p, cps, high_of
+    cdef int b, n_high, g
+    cdef object bc, pts, cps, high_of
     cdef list wide = []
     cdef list group_of
     cdef list reps
@@ -1064,28 +1057,7 @@ def partition(tuple classes, high_groups):
         pts = bc._edges
         if pts is None:
             pts = bc.ascii_edges()
-        if not pts:
-            continue  # membership constant over ASCII: splits nothing
-        inside = False
-        pos = 0
-        for p in pts:
-            nxt = p
-            for b in range(pos, nxt):
-                member[b] = inside
-            inside = not inside
-            pos = nxt
-        for b in range(pos, 128):
-            member[b] = inside
-        for k in range(2 * n_labels):
-            remap[k] = -1
-        count = 0
-        for b in range(128):
-            key = 2 * label[b] + member[b]
-            if remap[key] < 0:
-                remap[key] = count
-                count += 1
-            label[b] = remap[key]
-        n_labels = count
+        n_labels = refine_ascii_labels(label, n_labels, pts)
     group_of = [0] * 256
     reps = []
     for b in range(128):

@@ -9,36 +9,15 @@ collection traverses), not descending into modules, classes and functions, which
 anyway."""
 from __future__ import annotations
 
-import gc
 import pickle
-import types
 
 import pytest
 
+from _gc_support import tracked_references
 from _lr_support import bnf
 from glrmask.grammar.normalize import normalize
 from glrmask.lr import LRTable
 from glrmask.vocab import Vocab
-
-_SHARED = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
-
-
-def tracked_references(root: object) -> int:
-    """References the cyclic collector walks among the tracked objects reachable from ``root``,
-    after a collection (which untracks tuples of atomic values)."""
-    gc.collect()
-    seen: set[int] = set()
-    stack = [root]
-    total = 0
-    while stack:
-        obj = stack.pop()
-        if id(obj) in seen or isinstance(obj, _SHARED) or not gc.is_tracked(obj):
-            continue
-        seen.add(id(obj))
-        referents = gc.get_referents(obj)
-        total += len(referents)
-        stack.extend(referents)
-    return total
 
 
 def _vocab(n: int) -> Vocab:

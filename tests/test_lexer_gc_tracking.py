@@ -10,32 +10,16 @@ nor into the character classes (``ByteClass``), which are interned process-wide 
 every program (their memos grow with whatever any lexer of the process has read)."""
 from __future__ import annotations
 
-import gc
-import types
 
+from _gc_support import tracked_references as _tracked_references
 from glrmask.lexer import Lexer
 from glrmask.lexer import program as program_module
 from glrmask.lexer.charsets import ByteClass
 
-_SHARED = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
-           ByteClass)
-
 
 def tracked_references(root: object) -> int:
-    """References the cyclic collector walks among the tracked objects reachable from ``root``."""
-    gc.collect()
-    seen: set[int] = set()
-    stack = [root]
-    total = 0
-    while stack:
-        obj = stack.pop()
-        if id(obj) in seen or isinstance(obj, _SHARED) or not gc.is_tracked(obj):
-            continue
-        seen.add(id(obj))
-        referents = gc.get_referents(obj)
-        total += len(referents)
-        stack.extend(referents)
-    return total
+    """References the collector walks from ``root`` (character classes are shared by programs)."""
+    return _tracked_references(root, (ByteClass,))
 
 
 def _lexer(n: int) -> Lexer:
