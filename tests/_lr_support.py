@@ -13,10 +13,16 @@ from functools import lru_cache
 from pathlib import Path
 
 import lark
+import pytest
 
+from _maskbench import MASKBENCH, first_schemas
+from glrmask.errors import GlrmaskError
 from glrmask.grammar.ir import Grammar, Rule, TerminalDef
 
 DATA = Path(__file__).resolve().parent / "data"
+
+#: the sparse rows of an :class:`~glrmask.lr.LRTable`, what two builds must agree on
+SPARSE = ("act_ptr", "act_term", "act_shift", "act_roff", "reduce_rules", "goto_ptr", "goto_nt", "goto_tgt")
 
 
 def sample(term: str) -> str:
@@ -213,6 +219,31 @@ CORPUS: dict[str, str] = {
 
 def corpus_grammar(name: str) -> Grammar:
     return bnf(CORPUS[name])
+
+
+# ---------------------------------------------------------------------------------------------
+# JSONSchemaBench schemas as LR grammars (the largest real builds)
+# ---------------------------------------------------------------------------------------------
+needs_maskbench = pytest.mark.skipif(not MASKBENCH.is_dir(), reason="JSONSchemaBench data (../shared) missing")
+
+
+@lru_cache(maxsize=None)
+def maskbench_sample(per_split: int) -> list[tuple[str, object]]:
+    """``("Split[i]", schema)`` for the first ``per_split`` schemas of every split, read once per
+    test session (the LR tests of several modules replay the same sample)."""
+    return list(first_schemas(per_split))
+
+
+def schema_grammar(schema) -> Grammar:
+    """The normalized grammar a JSON Schema lowers to; the calling test is skipped when the
+    lowering refuses the schema (that refusal is the lowering's tests' concern, not the LR's)."""
+    from glrmask.grammar.normalize import normalize
+    from glrmask.json_schema import lower_json_schema_ir
+
+    try:
+        return normalize(lower_json_schema_ir(schema)[0])
+    except GlrmaskError as e:
+        pytest.skip(f"the lowering refuses this schema: {e}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,8 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _lr_support import bnf, bnf_file
-from _maskbench import MASKBENCH, first_schemas
+from _lr_support import SPARSE, bnf, bnf_file, maskbench_sample, needs_maskbench, schema_grammar
 from glrmask.errors import GlrmaskError, GrammarTooComplex
 from glrmask.grammar.ir import Grammar
 from glrmask.grammar.loader import load_grammar
@@ -27,7 +26,6 @@ from glrmask.lr import LRTable
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = {p.stem: p for p in sorted((ROOT / "grammars").glob("*.lark"))}
-SPARSE = ("act_ptr", "act_term", "act_shift", "act_roff", "reduce_rules", "goto_ptr", "goto_nt", "goto_tgt")
 MAX_STATES = (4, 30, 100, 300, 1_000, 20_000)
 
 
@@ -105,30 +103,13 @@ def test_grammars_with_empty_rules_and_nullable_suffixes_build_the_same_table():
 
 
 # ---------------------------------------------------------------- JSONSchemaBench
-needs_maskbench = pytest.mark.skipif(not MASKBENCH.is_dir(), reason="JSONSchemaBench data (../shared) missing")
-
-
-@lru_cache(maxsize=None)
-def _schemas(per_split: int) -> list[tuple[str, object]]:
-    return list(first_schemas(per_split))
-
-
-def _schema_grammar(schema) -> Grammar:
-    from glrmask.json_schema import lower_json_schema_ir
-
-    try:
-        return normalize(lower_json_schema_ir(schema)[0])
-    except GlrmaskError as e:
-        pytest.skip(f"the lowering refuses this schema: {e}")
-
-
 @needs_maskbench
 @pytest.mark.parametrize("index", range(50))
 def test_jsonschemabench_schemas_build_the_same_table_in_every_order(index):
     # the first five schemas of each split, among them the three largest LR builds of the sample
     # (WashingtonPost[0] and Github_ultra[0] past max_states, JsonSchemaStore[3] just under it)
-    sample = _schemas(5)
-    g = _schema_grammar(sample[index][1])
+    sample = maskbench_sample(5)
+    g = schema_grammar(sample[index][1])
     assert_order_invisible(g)
     assert_order_invisible(g, max_states=500)
 

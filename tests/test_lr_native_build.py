@@ -7,7 +7,6 @@ rows agree with them cell by cell."""
 from __future__ import annotations
 
 import random
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +14,8 @@ import pytest
 
 import glrmask.lr.table as lr_table
 from _grammars import CASES
-from _lr_support import CORPUS, bnf, bnf_file, corpus_grammar
-from _maskbench import MASKBENCH, first_schemas
+from _lr_support import (CORPUS, SPARSE, bnf, bnf_file, corpus_grammar, maskbench_sample, needs_maskbench,
+                         schema_grammar)
 from glrmask.budget import CompileBudget, activate_budget
 from glrmask.errors import GlrmaskError, GrammarError, GrammarTooComplex
 from glrmask.grammar.ir import Grammar, Rule, TerminalDef
@@ -40,9 +39,6 @@ OPTIONS = {
     "lalr": {"max_states": 8},
     "lalr_unmerged": {"max_states": 8, "merge": False},
 }
-
-
-SPARSE = ("act_ptr", "act_term", "act_shift", "act_roff", "reduce_rules", "goto_ptr", "goto_nt", "goto_tgt")
 
 
 def assert_dense_views_agree(t: LRTable) -> None:
@@ -136,28 +132,13 @@ def test_random_grammars_build_identically_normalized_or_raw(seed):
 
 
 # ---------------------------------------------------------------- JSONSchemaBench
-@lru_cache(maxsize=None)
-def _maskbench(per_split: int) -> list[tuple[str, object]]:
-    return list(first_schemas(per_split))
-
-
-def _schema_grammar(schema) -> Grammar:
-    from glrmask.json_schema import lower_json_schema_ir
-
-    try:
-        return normalize(lower_json_schema_ir(schema)[0])
-    except GlrmaskError as e:
-        pytest.skip(f"the lowering refuses this schema: {e}")
-
-
-needs_maskbench = pytest.mark.skipif(not MASKBENCH.is_dir(), reason="JSONSchemaBench data (../shared) missing")
 FAST_SCHEMAS = ("Github_easy[0]", "Glaiveai2K[1]", "Kubernetes[1]", "WashingtonPost[1]")
 
 
 @needs_maskbench
 @pytest.mark.parametrize("name", FAST_SCHEMAS)
 def test_jsonschemabench_schemas_build_identically_past_max_states(name):
-    t = assert_same_build(_schema_grammar(dict(_maskbench(2))[name]), max_states=100)
+    t = assert_same_build(schema_grammar(dict(maskbench_sample(2))[name]), max_states=100)
     assert t.method == "lalr1"
 
 
@@ -165,9 +146,9 @@ def test_jsonschemabench_schemas_build_identically_past_max_states(name):
 @pytest.mark.parametrize("index", range(50))
 def test_jsonschemabench_sample_builds_identically(index):
     # the first five schemas of each split: ~10 s, most of it the Python builder on the largest
-    sample = _maskbench(5)
+    sample = maskbench_sample(5)
     assert len(sample) == 50  # five of each of the ten splits
-    assert_same_build(_schema_grammar(sample[index][1]))
+    assert_same_build(schema_grammar(sample[index][1]))
 
 
 # ---------------------------------------------------------------- errors and budgets
@@ -256,7 +237,7 @@ def test_dense_views_agree_with_the_sparse_rows_on_the_grammars(name):
 @needs_maskbench
 @pytest.mark.parametrize("name", FAST_SCHEMAS)
 def test_dense_views_agree_with_the_sparse_rows_on_schemas(name):
-    assert_dense_views_agree(LRTable.build(_schema_grammar(dict(_maskbench(2))[name])))
+    assert_dense_views_agree(LRTable.build(schema_grammar(dict(maskbench_sample(2))[name])))
 
 
 def test_building_a_table_materializes_no_dense_view():
