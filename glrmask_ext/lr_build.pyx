@@ -1087,7 +1087,9 @@ cdef class Automaton:
 
     cdef int _pre_groups(self, int64_t b) except -1:
         """Group the closure items of nonterminal ``b`` (computed) by the symbol after their dot,
-        into ``pg_*`` (see the attributes)."""
+        into ``pg_*`` (see the attributes). It groups through :meth:`_group_by_next_symbol`, so
+        the scratch ``sym_order`` / ``grp_*`` of a caller's own grouping is overwritten: callers
+        group their items after making sure of their nonterminals' groups."""
         cdef int64_t p = self.pre_off[b], g, g0 = <int64_t>self.pg_sym.size(), n_g, i
         cdef int64_t lo = <int64_t>self.pg_items.size()
         n_g = self._group_by_next_symbol(self.pre_items.data() + p, self.pre_len[b], 2, 0)
