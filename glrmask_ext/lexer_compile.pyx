@@ -240,6 +240,10 @@ cdef class _Copies:
     cdef long flags
     cdef Py_ssize_t entry, copies, checks
     cdef bint tried
+    cdef bint direct  # the block creates no lookahead: copied here, not through Python
+    cdef bytes kinds, ba, bb, bc, bd, bt, chars, reps, pcs_c, looks_a, looks_b, splits
+    cdef Py_ssize_t b_size, b_base, b_t0, b_cont  # b_cont: -1 when the block continues nowhere
+    cdef Py_ssize_t b_rep0, b_nreps
 
     cdef Py_ssize_t copy(self, _Seq ctx, Py_ssize_t cont) except -1:
         cdef object p = ctx.p
@@ -247,7 +251,10 @@ cdef class _Copies:
         cdef const unsigned char *kinds
         cdef bint plain
         if self.block is not None:
-            base = self.block.stamp(p, cont)
+            if self.direct:
+                base = self._stamp(ctx, cont)
+            else:
+                base = self.block.stamp(p, cont)
             return base + self.entry if self.entry >= 0 else cont
         base = Py_SIZE(ctx.kind)
         rep0 = p.n_reps
@@ -265,6 +272,7 @@ cdef class _Copies:
             if plain:
                 self.block = _BLOCK.capture(p, base, cont, rep0, look0, False)
                 self.entry = entry - base if entry >= base else -1
+                self._take_fields()
                 # the copies to come have a known size: when they cannot fit, fail now with
                 # the error the last instruction that fits would end in (after a deadline check)
                 total = Py_SIZE(ctx.kind) + (self.copies - 1) * <Py_ssize_t>self.block.size \
@@ -273,6 +281,43 @@ cdef class _Copies:
                     _current_budget().check(f"lexer NFA (terminal {p._budget_owner})")
                     raise p._nodes_error()
         return entry
+
+
+    cdef void _take_fields(self) except *:
+        """Keep the block's fields for :meth:`_stamp` when it creates no lookahead (a block that
+        does goes through ``_Block.stamp``, which also lists the copy's lookaheads)."""
+        blk = self.block
+        self.direct = not blk.looks and blk.classes is None
+        if not self.direct:
+            return
+        self.kinds, self.ba, self.bb, self.bc, self.bd, self.bt = blk.kinds, blk.a, blk.b, blk.c, blk.d, blk.targets
+        self.chars, self.reps, self.pcs_c, self.splits = blk.chars, blk.reps, blk.pcs_c, blk.splits
+        self.looks_a, self.looks_b = blk.looks_a, blk.looks_b
+        self.b_size, self.b_base, self.b_t0 = blk.size, blk.base, blk.t0
+        self.b_cont = -1 if blk.cont is None else blk.cont
+        self.b_rep0, self.b_nreps = blk.rep0, blk.n_reps
+
+    cdef Py_ssize_t _stamp(self, _Seq ctx, Py_ssize_t cont) except -1:
+        """``_Block.stamp(ctx.p, cont)`` without the Python call (a ``maxLength: 65535`` string is
+        65,535 copies): the same deadline checks and limit, the same relocation."""
+        cdef Py_ssize_t base = Py_SIZE(ctx.kind)
+        cdef Py_ssize_t end = base + self.b_size
+        cdef Py_ssize_t top = end if end < ctx.max_nodes else ctx.max_nodes
+        cdef Py_ssize_t delta = base - self.b_base
+        cdef bint pure = self.b_cont < 0 or cont - self.b_cont == delta
+        cdef object p = ctx.p
+        cdef Py_ssize_t rep_shift = <Py_ssize_t>p.n_reps - self.b_rep0
+        if base < top and ((base & 1023) == 0 or ((top - 1) >> 10) > (base >> 10)):
+            _current_budget().check(f"lexer NFA (terminal {p._budget_owner})")
+        if end > ctx.max_nodes:
+            raise p._nodes_error()
+        _stamp_arrays(ctx.kind, ctx.A, ctx.B, ctx.Cc, ctx.D, ctx.T, self.kinds, self.ba, self.bb, self.bc,
+                      self.bd, self.bt, self.chars, self.reps, self.pcs_c, self.looks_a, self.looks_b,
+                      self.splits, <int>delta, <int>self.b_base, <int>cont, pure, <int>rep_shift, 0,
+                      <int>(Py_SIZE(ctx.T) - self.b_t0), None)
+        if self.b_nreps:
+            p.n_reps = p.n_reps + self.b_nreps
+        return base
 
 
 cdef Py_ssize_t _repeat(_Seq ctx, object av, bint greedy, long flags, Py_ssize_t nxt,
@@ -886,6 +931,16 @@ def stamp(array.array kind, array.array a, array.array b, array.array c, array.a
           bytes chars, bytes reps, bytes pcs_c, bytes looks_a, bytes looks_b, bytes splits,
           int delta, int lo, int cont, bint pure, int rep_shift, int look_shift,
           int target_shift, array.array class_map):
+    """:func:`_stamp_arrays` for ``glrmask.lexer.program._Block.stamp``."""
+    _stamp_arrays(kind, a, b, c, d, targets, kinds, ba, bb, bc, bd, bt, chars, reps, pcs_c, looks_a,
+                  looks_b, splits, delta, lo, cont, pure, rep_shift, look_shift, target_shift, class_map)
+
+
+cdef int _stamp_arrays(array.array kind, array.array a, array.array b, array.array c, array.array d,
+                       array.array targets, bytes kinds, bytes ba, bytes bb, bytes bc, bytes bd, bytes bt,
+                       bytes chars, bytes reps, bytes pcs_c, bytes looks_a, bytes looks_b, bytes splits,
+                       int delta, int lo, int cont, bint pure, int rep_shift, int look_shift,
+                       int target_shift, array.array class_map) except -1:
     """Append a block's copy to a program's arrays (``kind`` .. ``targets``) and relocate it in
     place: ``glrmask.lexer.program._Block.stamp`` — every pc at or after ``lo`` (the block's
     first pc) moved by ``delta``, the one before it replaced by ``cont`` (or, ``pure``, every
@@ -949,6 +1004,7 @@ def stamp(array.array kind, array.array a, array.array b, array.array c, array.a
         pa[idx[j]] += target_shift
     for j in range(nt):
         pt[j] = _moved(pt[j], delta, lo, cont, pure)
+    return 0
 
 
 # ------------------------------------------------------------------ large top-level lookaheads

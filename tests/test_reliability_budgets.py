@@ -146,7 +146,8 @@ def test_large_lark_repetitions_honour_the_deadline_in_the_lr_item_sets(vocab):
            'r1: ("," /[0-9]+/ r0~500) | (r0~500 "b"+ "," T1~0..3)~0..3 | ("b"*)~0..3\n')
     budget = 2.0
     err, elapsed = too_complex(src, vocab, limits={"max_seconds": budget})
-    assert "max_seconds" in str(err)
+    # the deadline, or (when the LR build is done in time on a fast machine) the next stage's budget
+    assert "max_seconds" in str(err) or "max_states" in str(err)
     assert elapsed < budget * 1.5 + MARGIN_S
 
 
