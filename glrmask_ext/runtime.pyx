@@ -251,8 +251,6 @@ ctypedef struct CLazy:
     int32_t cap_states
     int32_t cap_conds
     int32_t fut_words
-    int32_t hi_states      # states / conditions below these were ever given rows (what the
-    int32_t hi_conds       # destructor frees: the capacities are the lexer's limits, far above)
     int32_t n_binit        # lexeme start states restricted to the terminals that can come next:
     int32_t* binit         # [0, n_lr_states) over stacks topped by that state, then one per LR
                            # terminal (after it, in memo walks); 0 unknown, else the state + 2
@@ -429,7 +427,8 @@ cdef inline void* _lz_peek(void** top, int32_t i) noexcept nogil:
 
 
 cdef void _lz_free(void** top, int32_t n_slots, bint items) noexcept nogil:
-    """Free a chunked table: its chunks (and, ``items``, what every slot points to)."""
+    """Free a chunked table of ``n_slots`` slots (its capacity): its chunks and, ``items``, what
+    every slot points to."""
     cdef int32_t k, j
     cdef void** ch
     if top == NULL:
@@ -497,11 +496,12 @@ cdef class LazyLexer:
 
     def __dealloc__(self):
         cdef Py_ssize_t i
-        _lz_free(self.z.trans, self.z.hi_states, True)
-        _lz_free(self.z.evref, self.z.hi_states, True)
-        _lz_free(self.z.fut, self.z.hi_states, True)
-        _lz_free(self.z.ctrans, self.z.hi_conds, True)
-        _lz_free(self.z.cinfo, self.z.hi_conds, False)
+        # every chunk slot of the capacity (a few hundred pointers; only written chunks exist)
+        _lz_free(self.z.trans, self.z.cap_states, True)
+        _lz_free(self.z.evref, self.z.cap_states, True)
+        _lz_free(self.z.fut, self.z.cap_states, True)
+        _lz_free(self.z.ctrans, self.z.cap_conds, True)
+        _lz_free(self.z.cinfo, self.z.cap_conds, False)
         if self.z.ev_chunks != NULL:
             for i in range(self.z.n_chunks):
                 free(self.z.ev_chunks[i])
@@ -522,16 +522,12 @@ cdef class LazyLexer:
 
             raise GrammarTooComplex(f"dynamic lexer: state {q} beyond the {self.z.cap_states} the tables hold "
                                     "(limit max_states of the lexer)")
-        if q >= self.z.hi_states:
-            self.z.hi_states = q + 1
 
     cdef void _check_cond(self, int32_t c) except *:
         if c < 0 or c >= self.z.cap_conds:
             from glrmask.errors import GrammarTooComplex
 
             raise GrammarTooComplex(f"dynamic lexer: condition {c} beyond the {self.z.cap_conds} the tables hold")
-        if c >= self.z.hi_conds:
-            self.z.hi_conds = c + 1
         if not (_lz_flags(self.z.cinfo, c) & CI_KNOWN):
             raise ValueError(f"condition {c} is published before its verdicts (set_cond first)")
 
