@@ -122,3 +122,46 @@ def test_random_keyword_trees_give_a_grammar_or_a_glrmask_error(schema, lenient)
         lower_json_schema(schema, lenient=lenient)
     except GlrmaskError:
         pass
+
+
+def _string_mask(schema):
+    import glrmask
+    from conftest import tiny_vocab
+
+    return glrmask.compile_json_schema(schema, tiny_vocab(['"', "a", "aaaa"]), mode="dynamic")
+
+
+def _allowed(mask, state, piece: bytes) -> bool:
+    ids = {mask.vocab.token_bytes(i): i for i in range(mask.vocab.size)}
+    words = mask.get_mask(state)
+    return bool((int(words[ids[piece] >> 5]) >> (ids[piece] & 31)) & 1)
+
+
+def test_a_database_sized_max_length_gets_dynamic_masks():
+    """``maxLength: 65535`` is a 2.7 M-instruction lexer program: it builds within the NFA limit,
+    and masks and commits agree inside the string and at its end."""
+    mask = _string_mask({"type": "string", "maxLength": 65535})
+    state = mask.start()
+    assert state.commit_bytes(b'"' + b"a" * 300)
+    assert _allowed(mask, state, b"aaaa") and _allowed(mask, state, b'"')
+    assert state.commit_bytes(b'"') and state.is_accepting()
+    assert not _allowed(mask, state, b"a")
+
+
+def test_a_max_length_bound_is_counted_exactly():
+    """One character short of the bound, a four-character token no longer fits; at it, only the
+    closing quote does (the same counted repeat as a database-sized bound, shorter)."""
+    mask = _string_mask({"type": "string", "maxLength": 3000})
+    state = mask.start()
+    assert state.commit_bytes(b'"' + b"a" * 2999)
+    assert _allowed(mask, state, b"a") and not _allowed(mask, state, b"aaaa")
+    assert state.commit_bytes(b"a")
+    assert not _allowed(mask, state, b"a") and _allowed(mask, state, b'"')
+    assert state.commit_bytes(b'"') and state.is_accepting()
+
+
+def test_several_database_sized_strings_end_at_the_nfa_limit_with_a_clear_error():
+    schema = {"type": "object", "properties": {k: {"type": "string", "maxLength": 65535 - i}
+                                                for i, k in enumerate("abc")}}
+    with pytest.raises(GrammarTooComplex, match="max_nfa_nodes"):
+        _string_mask(schema)

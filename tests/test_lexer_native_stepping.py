@@ -89,9 +89,5 @@ def test_the_json_schema_sample_steps_alike_natively(monkeypatch):
 @pytest.mark.parametrize("name,schema", list(first_schemas(1)) if MASKBENCH.is_dir() else [],
                          ids=lambda x: x if isinstance(x, str) else "")
 def test_schema_lexers_step_alike_natively(name, schema, monkeypatch):
-    try:
-        terminals = schema_terminals(schema)
-        Lexer(terminals)
-    except GlrmaskError as e:  # a schema whose lexer is refused has nothing to step
-        pytest.skip(f"{name}: {type(e).__name__}")
+    terminals = schema_terminals(schema)  # every first schema's lexer builds (a refusal fails)
     assert_native_steps_like_python(terminals, 40, monkeypatch)
