@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import threading
+import time
 
 import jsonschema
 import pytest
@@ -179,18 +180,24 @@ def test_a_generation_that_cannot_continue_reports_an_error(client):
     assert "error" in events[-2] and events[-1] == "[DONE]"
 
 
-def test_a_client_that_goes_away_frees_its_request(client):
+def test_a_client_that_goes_away_frees_its_request(client, served):
     engine = client.app.state.glrmask.engine
     cancelled = engine.stats.cancelled
     body = {"prompt": "Long story", "max_tokens": 500, "stream": True}
-    with client.stream("POST", "/v1/completions", json=body) as r:
-        for line in r.iter_lines():
-            if line.startswith("data: "):
-                break  # the first chunk arrived; now hang up
-    for _ in range(600):  # the engine drops it within a few steps
-        if not engine.has_work():
-            break
-        threading.Event().wait(0.1)
+    # Each step takes 20 ms here, so the 500 tokens would take 10 s: the tiny model alone can finish
+    # them before the hang-up reaches the server, and the request would end by length, not cancelled.
+    slow = served.model.register_forward_pre_hook(lambda *_: time.sleep(0.02))
+    try:
+        with client.stream("POST", "/v1/completions", json=body) as r:
+            for line in r.iter_lines():
+                if line.startswith("data: "):
+                    break  # the first chunk arrived; now hang up
+        for _ in range(600):  # the engine drops it within a few steps
+            if not engine.has_work():
+                break
+            threading.Event().wait(0.1)
+    finally:
+        slow.remove()
     assert not engine.has_work() and engine.stats.cancelled == cancelled + 1
 
 
