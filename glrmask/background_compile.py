@@ -36,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import weakref
 from typing import Callable, Optional
 
@@ -78,6 +79,10 @@ def _vocab_file(vocab) -> str:
         _vocab_files[key] = path
         return path
 
+
+LAUNCH_DELAY_S = 0.02
+"""How long after a ``Mask`` is made its background compile is handed to a worker (see
+:class:`_Launcher`)."""
 
 WORKER_NICE = 19
 """The worker's scheduling priority increment. A compile is background work and decoding is not:
@@ -248,9 +253,13 @@ class _Job:
 
 
 class _Launcher:
-    """One daemon thread that starts each job's watcher. ``Thread.start()`` waits until the new
-    thread runs, which under a busy GIL cost a request ~2 ms (measured); a queue ``put`` does not
-    wait, so the request's path holds no thread start."""
+    """One daemon thread that starts each job's watcher, ``LAUNCH_DELAY_S`` after the job was
+    submitted. ``Thread.start()`` waits until the new thread runs, which under a busy GIL cost a
+    request ~2 ms (measured); a queue ``put`` does not wait, so the request's path holds no
+    thread start. The delay keeps the watcher's work (a ``mkdtemp``, the grammar's pickle, handing
+    the folder to the spare worker and starting the next spare: ~1 ms of this process's CPU and
+    the GIL) out of the request's way while it computes its first mask, which a median schema
+    has within ~5 ms; the static compile it postpones takes far longer than the delay."""
 
     _queue: "queue.SimpleQueue" = queue.SimpleQueue()
     _lock = threading.Lock()
@@ -266,12 +275,16 @@ class _Launcher:
                 cls._thread = threading.Thread(target=cls._run, args=(cls._queue,), daemon=True,
                                                name="glrmask-static-compile-launcher")
                 cls._thread.start()
-            cls._queue.put(args)
+            cls._queue.put((time.monotonic() + LAUNCH_DELAY_S, args))
 
     @staticmethod
     def _run(q: "queue.SimpleQueue") -> None:
         while True:
-            args = q.get()
+            when, args = q.get()
+            job = args[0]
+            delay = when - time.monotonic()
+            if delay > 0:
+                job.cancelled.wait(delay)  # a cancelled job goes at once (its watcher just ends it)
             threading.Thread(target=BackgroundCompile._watch, args=args, daemon=True,
                              name="glrmask-static-compile-watch").start()
 

@@ -104,3 +104,29 @@ def test_dropping_an_auto_mask_stops_its_worker_and_removes_its_job_folder(tmp_p
     while not _gone(int(worker)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _gone(int(worker)), "the compile worker outlived its dropped mask"
+
+
+# Runs in a fresh interpreter: drops an auto-mode mask at once, before its compile is handed to a
+# worker (that waits until the mask had time for its first masks: LAUNCH_DELAY_S), then looks for
+# what it left.
+_DROP_AT_ONCE = """
+import gc, glob, os, time
+import glrmask
+mask = glrmask.compile("grammars/sql.lark", glrmask.Vocab.default(), mode="auto")
+del mask
+gc.collect()
+time.sleep(0.5)
+children = {int(p) for f in glob.glob("/proc/self/task/*/children") for p in open(f).read().split()}
+print(len(children), *sorted(os.listdir(os.environ["TMPDIR"])), flush=True)
+"""
+
+
+def test_a_mask_dropped_before_its_compile_starts_never_starts_a_worker(tmp_path):
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("reads process states from /proc")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", _DROP_AT_ONCE], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    n_children, *left = done.stdout.split()
+    assert (int(n_children), left) == (0, [])
