@@ -53,11 +53,22 @@ class TokenClasses:
         wp = np.asarray(weight_ptr, dtype=np.int64)
         wb = np.asarray(weight_bounds, dtype=np.int64)
         n_weights = len(wp) - 1
-        cuts = np.unique(np.concatenate([wb, np.array([0, n_internal], dtype=np.int64)]))
+        # The cuts are the distinct bounds (with 0 and n_internal), and a bound's segment index is
+        # its rank among them. Bounds are token ids in [0, n_internal]: one mark per id and a
+        # running count give both in linear time (np.unique and searchsorted over the hundreds
+        # of thousands of bounds of a patterned string took most of this stage).
+        top = max(int(n_internal), int(wb.max()) if wb.size else 0, 0)
+        mark = np.zeros(top + 1, dtype=np.bool_)
+        mark[wb] = True
+        mark[0] = True
+        mark[int(n_internal)] = True
+        cuts = np.flatnonzero(mark).astype(np.int64)
+        rank = np.cumsum(mark, dtype=np.int64)
+        rank -= 1
         rng = np.random.default_rng(seed)
         keys = rng.integers(0, np.iinfo(np.int64).max, size=(2, max(n_weights, 1)), dtype=np.int64)
-        seg_lo = np.searchsorted(cuts, wb[0::2]).astype(np.int64)
-        seg_hi = np.searchsorted(cuts, wb[1::2]).astype(np.int64)
+        seg_lo = rank[wb[0::2]]
+        seg_hi = rank[wb[1::2]]
         ptr, bounds, sets = _quotient(np.ascontiguousarray(wp), seg_lo, seg_hi, np.ascontiguousarray(cuts),
                                       np.ascontiguousarray(keys))
         return cls(ptr, bounds, n_internal), sets
