@@ -794,6 +794,10 @@ cdef class Walker:
     cdef vector[Frame] frames
     cdef vector[int32_t] subs, bounds, scratch, out_pairs, kept, after, own_opens, no_edges
     cdef vector[int64_t] leaf_keys
+    # edge-less results, not interned (see ``flat``): records in ``fl``, merge scratch
+    cdef vector[int32_t] fl, fl_labels, fl_out, fl_lists
+    cdef vector[GmPair] fl_pairs
+    cdef int64_t max_flat
     cdef vector[vector[int32_t]] leaf_runs
     # byte groups: bytes every branch steps alike (group_ptr/group_bytes, in order of smallest byte)
     cdef vector[int32_t] group_of, group_ptr, group_bytes
@@ -825,6 +829,7 @@ cdef class Walker:
         self.max_height = max_height
         self.steps = 0
         self.max_steps = b.max_walk_steps
+        self.max_flat = 16 * <int64_t>b.max_nodes + (1 << 20)
         self.group_of.assign(256, -1)
         self.group_ptr.push_back(0)
         for g in groups:
@@ -878,6 +883,8 @@ cdef class Walker:
 
     def clear_memo(self) -> None:
         self.memo.clear()
+        self.fl.clear()
+        self.fl.shrink_to_fit()
 
     def end_states(self, Py_ssize_t start=0) -> list:
         """Lexer states some token ended in (mid-lexeme), in order of first sight, from the
@@ -1242,26 +1249,195 @@ cdef class Walker:
         return 0
 
     # ------------------------------------------------------------------ outcomes
-    cdef int32_t own_tokens(self, int32_t* bnd, int32_t blen, int32_t cid) except -2:
-        """The DAG node of the outcome of the tokens ``bnd`` (flat sorted intervals) all ending
-        in branch ``cid``: one node for all of them, as their union would be."""
-        cdef int32_t w, k, final = -1
-        cdef vector[int32_t]* opens = &self.own_opens
+    cdef int32_t own_tokens(self, const int32_t* bnd, int32_t blen, int32_t cid) except? -2:
+        """The (flat) result of the tokens ``bnd`` (flat sorted intervals) all ending in branch
+        ``cid``: one result for all of them, as their union would be."""
+        cdef int32_t k, n_slots, kind, o
         self.ensure_cid(cid)
         if self.end_kind[cid] == -3:
             self.end_info(cid)
-        w = self.dag.weight_at(bnd, blen)
+        kind = self.end_kind[cid]
+        n_slots = 1 if kind == -2 else self.end_len[cid] + (1 if kind == 1 else 0)
+        if n_slots == 0 or blen == 0:
+            return -1
+        o = self.flat_begin(n_slots)
+        if kind == -2 or kind == 1:
+            self.fl.push_back(-1)
+            self.fl.push_back(blen)
+        if kind != -2:
+            for k in range(self.end_len[cid]):
+                self.fl.push_back(self.end_labels[self.end_ptr[cid] + k])
+                self.fl.push_back(blen)
+        for k in range(n_slots):
+            self.fl.insert(self.fl.end(), bnd, bnd + blen)
+        return -2 - o
+
+    # ------------------------------------------------------------------ flat results
+    # A walk result is a DAG node (>= 0), nothing (-1) or, when it has no label edge, a *flat*
+    # record ``-2 - o`` of ``fl[o:]``: ``n`` slots ``(label, length)`` — label -1 (the final
+    # weight) first, then open labels ascending — followed by each slot's weight as flat sorted
+    # intervals. Most (trie node, branch) pairs of a walk denote such label-free outcomes (a
+    # string's tokens staying inside it), each with its own token set: interning each one as a
+    # weight and a node, only to be unioned into its parent's, was most of the build (hash-table
+    # probes that miss the cache). A flat result becomes a node only where a label edge or a
+    # root needs one, as the node its outcomes denote — the same automaton.
+    cdef int32_t flat_begin(self, int32_t n_slots) except -2:
+        cdef int64_t o = self.fl.size()
+        if o > self.max_flat or o > 0x7ffffff0:
+            raise GrammarTooComplex(
+                f"terminal DWA (nodes): more than {self.max_flat} intermediate outcome entries "
+                "(limit max_nodes)")
+        self.fl.push_back(n_slots)
+        return <int32_t>o
+
+    cdef int32_t node_of(self, int32_t r) except -2:
+        """The DAG node of result ``r`` (interning a flat record's weights and node)."""
+        cdef int32_t o, n_slots, k, lab, ln, w, final = -1
+        cdef int64_t p
+        cdef vector[int32_t]* opens = &self.own_opens
+        if r >= -1:
+            return r
+        o = -2 - r
+        n_slots = self.fl[o]
+        p = o + 1 + 2 * n_slots
         opens.clear()
-        if self.end_kind[cid] == -2:
-            return self.dag.node(w, opens[0], self.no_edges)
-        for k in range(self.end_len[cid]):
-            opens.push_back(self.end_labels[self.end_ptr[cid] + k])
-            opens.push_back(w)
-        if self.end_kind[cid] == 1:
-            final = w
+        for k in range(n_slots):
+            lab = self.fl[o + 1 + 2 * k]
+            ln = self.fl[o + 2 + 2 * k]
+            w = self.dag.weight_at(&self.fl[p], ln)
+            p += ln
+            if lab < 0:
+                final = w
+            else:
+                opens.push_back(lab)
+                opens.push_back(w)
         return self.dag.node(final, opens[0], self.no_edges)
 
-    cdef int32_t own(self, int32_t node, int32_t cid) except -2:
+    cdef int32_t prefix_r(self, int32_t lab, int32_t r) except? -2:
+        if lab < 0 or r == -1:
+            return r
+        return self.dag.prefix(lab, self.node_of(r))
+
+    cdef int32_t combine(self, vector[int32_t]& subs, Py_ssize_t begin) except? -2:
+        """The union of the results ``subs[begin:]``: flat when they all are (slot by slot,
+        intervals merged), else the DAG union of their nodes."""
+        cdef Py_ssize_t i, n = <Py_ssize_t>subs.size()
+        cdef int32_t r, first = -1, n_flat = 0, o, n_slots, k, lab, m, li, ln, out_o
+        cdef bint any_node = False
+        cdef int64_t p
+        for i in range(begin, n):
+            r = subs[i]
+            if r >= 0:
+                any_node = True
+            elif r <= -2:
+                if n_flat == 0:
+                    first = r
+                n_flat += 1
+        if any_node:
+            for i in range(begin, n):
+                if subs[i] <= -2:
+                    subs[i] = self.node_of(subs[i])
+            return self.dag.union_all(subs, begin)
+        if n_flat <= 1:
+            return first
+        # the labels, ascending (-1 first); then per label the lists to merge
+        self.fl_labels.clear()
+        for i in range(begin, n):
+            r = subs[i]
+            if r > -2:
+                continue
+            o = -2 - r
+            n_slots = self.fl[o]
+            for k in range(n_slots):
+                lab = self.fl[o + 1 + 2 * k]
+                for m in range(<int32_t>self.fl_labels.size()):
+                    if self.fl_labels[m] == lab:
+                        break
+                else:
+                    self.fl_labels.push_back(lab)
+        _sort_unique(self.fl_labels)
+        self.fl_out.clear()
+        self.fl_out.push_back(<int32_t>self.fl_labels.size())
+        for m in range(<int32_t>self.fl_labels.size()):
+            self.fl_out.push_back(self.fl_labels[m])
+            self.fl_out.push_back(0)
+        for m in range(<int32_t>self.fl_labels.size()):
+            lab = self.fl_labels[m]
+            self.fl_lists.clear()  # (offset, length) of each list of this label
+            for i in range(begin, n):
+                r = subs[i]
+                if r > -2:
+                    continue
+                o = -2 - r
+                n_slots = self.fl[o]
+                p = o + 1 + 2 * n_slots
+                for k in range(n_slots):
+                    ln = self.fl[o + 2 + 2 * k]
+                    if self.fl[o + 1 + 2 * k] == lab:
+                        self.fl_lists.push_back(<int32_t>p)
+                        self.fl_lists.push_back(ln)
+                        break
+                    p += ln
+            ln = self.merge_lists()
+            self.fl_out[2 + 2 * m] = ln
+        out_o = self.flat_begin(self.fl_out[0])
+        self.fl.insert(self.fl.end(), self.fl_out.begin() + 1, self.fl_out.end())
+        # (the merged intervals were appended to fl_out after the header, in label order)
+        return -2 - out_o
+
+    cdef int32_t merge_lists(self) except -1:
+        """Append to ``fl_out`` the union of the interval lists ``fl_lists`` (pairs of offset into
+        ``fl`` and length), as sorted disjoint intervals with touching ones joined (the canonical
+        form of a weight); returns how many bounds were appended."""
+        cdef size_t start = self.fl_out.size(), q, nl = self.fl_lists.size() // 2, i
+        cdef int32_t lo, hi, j, off, ln
+        cdef bint ordered = True
+        cdef int32_t last = -1
+        cdef GmPair pr
+        for q in range(nl):
+            off = self.fl_lists[2 * q]
+            ln = self.fl_lists[2 * q + 1]
+            if self.fl[off] < last:
+                ordered = False
+                break
+            last = self.fl[off + ln - 1]
+        if ordered:
+            for q in range(nl):
+                off = self.fl_lists[2 * q]
+                ln = self.fl_lists[2 * q + 1]
+                j = 0
+                if self.fl_out.size() > start and self.fl[off] <= self.fl_out.back():
+                    if self.fl[off + 1] > self.fl_out.back():
+                        self.fl_out[self.fl_out.size() - 1] = self.fl[off + 1]
+                    j = 2
+                while j < ln:
+                    self.fl_out.push_back(self.fl[off + j])
+                    self.fl_out.push_back(self.fl[off + j + 1])
+                    j += 2
+            return <int32_t>(self.fl_out.size() - start)
+        self.fl_pairs.clear()
+        for q in range(nl):
+            off = self.fl_lists[2 * q]
+            ln = self.fl_lists[2 * q + 1]
+            j = 0
+            while j < ln:
+                pr.a = self.fl[off + j]
+                pr.b = self.fl[off + j + 1]
+                self.fl_pairs.push_back(pr)
+                j += 2
+        cpp_sort(self.fl_pairs.begin(), self.fl_pairs.end())
+        for i in range(self.fl_pairs.size()):
+            lo = <int32_t>self.fl_pairs[i].a
+            hi = <int32_t>self.fl_pairs[i].b
+            if self.fl_out.size() > start and lo <= self.fl_out.back():
+                if hi > self.fl_out.back():
+                    self.fl_out[self.fl_out.size() - 1] = hi
+            else:
+                self.fl_out.push_back(lo)
+                self.fl_out.push_back(hi)
+        return <int32_t>(self.fl_out.size() - start)
+
+    cdef int32_t own(self, int32_t node, int32_t cid) except? -2:
         cdef int32_t tok[2]
         tok[0] = self.node_internal[node]
         if tok[0] < 0:
@@ -1401,7 +1577,7 @@ cdef class Walker:
         cdef Item it
         cdef bint pushed
         if self.memo_has(key):
-            return self.memo_value(key)
+            return self.node_of(self.memo_value(key))
         self.items.clear()
         self.subs.clear()
         self.bounds.clear()
@@ -1423,19 +1599,20 @@ cdef class Walker:
                     sub = self.own_tokens(&self.bounds[it.b_off], it.b_len, it.cid)
                 else:
                     key = it.cid * self.nn + it.child
-                    sub = self.memo.get(key)  # node + 1, or -1: not walked yet
-                    if sub < 0:
+                    sub = self.memo.get(key)  # see memo_store; -1: not walked yet
+                    if sub == -1:
                         self.push_frame(key, it.child, it.cid)
                         pushed = True
                         break
-                    sub -= 1
-                sub = self.dag.prefix(it.lab, sub)
-                if sub >= 0:
+                    if sub >= 0:
+                        sub -= 1
+                sub = self.prefix_r(it.lab, sub)
+                if sub != -1:
                     self.subs.push_back(sub)
                 fr.idx += 1
             if pushed:
                 continue
-            acc = self.dag.union_all(self.subs, fr.subs_begin)
+            acc = self.combine(self.subs, fr.subs_begin)
             self.memo_store(fr.key, acc)
             self.subs.resize(fr.subs_begin)
             self.bounds.resize(fr.bounds_begin)
@@ -1444,23 +1621,25 @@ cdef class Walker:
             if self.frames.size():
                 fr = &self.frames.back()
                 it = self.items[fr.idx]
-                acc = self.dag.prefix(it.lab, acc)
-                if acc >= 0:
+                acc = self.prefix_r(it.lab, acc)
+                if acc != -1:
                     self.subs.push_back(acc)
                 fr.idx += 1
             else:
-                res = acc
+                res = self.node_of(acc)
         return res
 
-    # The memo stores node + 1 (0: the walk denoted nothing), so that -1 means "absent".
+    # The memo stores a node or nothing as node + 1 (>= 0) and a flat result as itself (<= -2),
+    # so that -1 means "absent".
     cdef inline bint memo_has(self, int64_t key) noexcept:
-        return self.memo.get(key) >= 0
+        return self.memo.get(key) != -1
 
     cdef inline int32_t memo_value(self, int64_t key) noexcept:
-        return self.memo.get(key) - 1
+        cdef int32_t v = self.memo.get(key)
+        return v - 1 if v >= 0 else v
 
-    cdef inline void memo_store(self, int64_t key, int32_t node) noexcept:
-        self.memo.put(key, node + 1)
+    cdef inline void memo_store(self, int64_t key, int32_t r) noexcept:
+        self.memo.put(key, r + 1 if r >= -1 else r)
 
 
 cdef inline void _push_pair(vector[int32_t]& pairs, int32_t lab, int32_t cid) noexcept:
