@@ -28,61 +28,46 @@ cdef extern from *:
         h ^= x; h *= 0xc4ceb9fe1a85ec53ULL; h ^= h >> 29;
         return h;
     }
-    /* Sort ids by (key hash, then the rows themselves): equal rows end up adjacent. */
-    struct ScRowLess {
-        const uint64_t* hash; const int64_t* rows; int64_t width;
-        bool operator()(int32_t a, int32_t b) const {
-            if (hash[a] != hash[b]) return hash[a] < hash[b];
-            int c = std::memcmp(rows + (int64_t)a * width, rows + (int64_t)b * width, width * sizeof(int64_t));
-            if (c != 0) return c < 0;
-            return a < b;
-        }
-    };
-    static void sc_sort_rows(std::vector<int32_t>& ids, const uint64_t* hash, const int64_t* rows, int64_t width) {
-        ScRowLess less{hash, rows, width};
-        std::sort(ids.begin(), ids.end(), less);
-    }
     static inline bool sc_rows_equal(const int64_t* rows, int64_t width, int32_t a, int32_t b) {
         return std::memcmp(rows + (int64_t)a * width, rows + (int64_t)b * width, width * sizeof(int64_t)) == 0;
     }
     """
     uint64_t sc_mix(uint64_t h, uint64_t x) nogil
-    void sc_sort_rows(vector[int32_t]& ids, const uint64_t* hash, const int64_t* rows, int64_t width) nogil
     bint sc_rows_equal(const int64_t* rows, int64_t width, int32_t a, int32_t b) nogil
 
 
 cdef void _group_rows(const int64_t* rows, int64_t n, int64_t width, int32_t* label) noexcept nogil:
-    """Label ``n`` rows of ``width`` int64s: equal iff the rows are equal, numbered by first row."""
+    """Label ``n`` rows of ``width`` int64s: equal iff the rows are equal, numbered by first row.
+    Rows in order, each looked up among the first rows of the labels so far (open addressing by
+    row hash): a row is compared in full only with a first row of equal hash, so a run of equal
+    rows costs one comparison each (sorting them compared equal rows over and over, a 16 KiB
+    ``memcmp`` each for the 256 columns of a lexer with a thousand states)."""
     cdef vector[uint64_t] h
-    cdef vector[int32_t] ids
-    cdef int64_t i, j
+    cdef vector[int32_t] table  # slot -> first row of a label, -1: empty
+    cdef int64_t i, j, cap = 16, slot
     cdef uint64_t x
-    cdef int32_t next_label = 0, start
+    cdef int32_t next_label = 0, rep
+    while cap < 2 * n + 2:
+        cap *= 2
     h.resize(n)
-    ids.resize(n)
+    table.assign(cap, -1)
     for i in range(n):
         x = 0x9e3779b97f4a7c15ULL
         for j in range(width):
             x = sc_mix(x, <uint64_t>rows[i * width + j])
         h[i] = x
-        ids[i] = <int32_t>i
-        label[i] = -1
-    sc_sort_rows(ids, h.data(), rows, width)
-    # runs of equal rows; then number the runs by their first (smallest) row
-    cdef vector[int32_t] run_of
-    run_of.resize(n)
-    cdef int32_t run = -1
-    for i in range(n):
-        if i == 0 or not sc_rows_equal(rows, width, ids[i - 1], ids[i]):
-            run += 1
-        run_of[ids[i]] = run
-    cdef vector[int32_t] name
-    name.assign(run + 1, -1)
-    for i in range(n):
-        if name[run_of[i]] < 0:
-            name[run_of[i]] = next_label
-            next_label += 1
-        label[i] = name[run_of[i]]
+        slot = <int64_t>(x & <uint64_t>(cap - 1))
+        while True:
+            rep = table[slot]
+            if rep < 0:
+                table[slot] = <int32_t>i
+                label[i] = next_label
+                next_label += 1
+                break
+            if h[rep] == x and sc_rows_equal(rows, width, rep, <int32_t>i):
+                label[i] = label[rep]
+                break
+            slot = (slot + 1) & (cap - 1)
 
 
 def event_keys(const int64_t[::1] ev_ptr, const int32_t[::1] ev_term, const int32_t[::1] ev_cond,
@@ -172,8 +157,8 @@ def column_labels(const int64_t[:, ::1] cols):
     cdef int32_t[::1] o = out
     rows.resize(nc * r)
     with nogil:
-        for j in range(nc):
-            for i in range(r):
+        for i in range(r):  # (row-major reads: the columns are far apart in memory)
+            for j in range(nc):
                 rows[j * r + i] = cols[i, j]
         _group_rows(rows.data(), nc, r, &o[0])
     return out

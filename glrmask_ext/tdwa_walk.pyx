@@ -74,6 +74,12 @@ cdef extern from *:
         }
         size_t size() const { return count; }
         void clear() { reset(16); }
+        /* Start loading the slots a lookup of ``k`` reads first (a hint; changes nothing). */
+        inline void prefetch(int64_t k) const {
+            size_t i = mix((uint64_t)k) & mask;
+            __builtin_prefetch(&keys[i]);
+            __builtin_prefetch(&vals[i]);
+        }
     };
 
     /* Interned int32 sequences: id i is data[ptr[i]:ptr[i+1]]. An open-addressing table of ids,
@@ -152,6 +158,7 @@ cdef extern from *:
         void put(int64_t k, int32_t v)
         size_t size()
         void clear()
+        void prefetch(int64_t k)
     cdef cppclass GmSeqSet:
         vector[int32_t] data
         vector[int64_t] ptr
@@ -1487,6 +1494,7 @@ cdef class Walker:
                     it.child = c
                     it.lab = lab
                     it.cid = self.canonical(cid2, c)
+                    self.memo.prefetch(it.cid * self.nn + c)
                     it.n_pairs = 1
                     it.b_off = 0
                     it.b_len = 0
