@@ -294,20 +294,26 @@ class Mask:
     @property
     def warnings(self) -> list[str]:
         """Front-end warnings and possible lookahead collisions (DESIGN §2). The collision check
-        explores every terminal's lexer states, so it runs on first access, not at compile time."""
+        explores every terminal's lexer states, so it runs on first access, not at compile time
+        (a loaded mask whose artifact was saved without it builds a lazy lexer for it)."""
         if self._warnings is None:
             with self._lock:  # the collision search steps the lazy lexer the dynamic engine explores
+                lexer = self._lazy_lexer
+                if lexer is None:
+                    lexer = Lexer([(t.name, t.pattern) for t in self.grammar.terminals.values()])
                 self._warnings = list(self.source_grammar.warnings) + find_lookahead_collisions(
-                    self.grammar, self._lazy_lexer)
+                    self.grammar, lexer)
         return self._warnings
 
     # -- artifacts --------------------------------------------------------------------------------
-    def save(self, path: "str | os.PathLike[str]") -> None:
+    def save(self, path: "str | os.PathLike[str]", *, warnings: bool = True) -> None:
         """Write the compiled grammar to ``path`` (glrmask's own checksummed format; DESIGN §6).
-        Only a static mask has something to save (``mode="auto"``: after :meth:`wait_static`)."""
+        Only a static mask has something to save (``mode="auto"``: after :meth:`wait_static`).
+        ``warnings=False`` skips the lookahead-collision check (:attr:`warnings`): the mask that
+        loads the file runs it when asked."""
         from .mask_artifact import save_mask
 
-        save_mask(self, path)
+        save_mask(self, path, warnings=warnings)
 
     @classmethod
     def load(cls, path: "str | os.PathLike[str]", vocab: Vocab) -> "Mask":

@@ -10,7 +10,9 @@ recognizer, which answers the rare configuration the Parser DWA has no root for;
 tokenizer and comes from its own disk cache only if that happens.
 
 The file is bound to the vocabulary fingerprint it was compiled for, and carries the grammar's
-warnings (the lookahead-collision check needs the lazy lexer, which a loaded mask does not have).
+warnings, so a loaded mask need not build a lazy lexer for the lookahead-collision check — unless
+it was saved with ``warnings=False`` (``null`` in the header: the loaded mask checks on first
+access).
 """
 from __future__ import annotations
 
@@ -45,8 +47,11 @@ def _unprefixed(prefix: str, arrays: Mapping[str, np.ndarray]) -> dict[str, np.n
     return {k[n:]: v for k, v in arrays.items() if k.startswith(prefix)}
 
 
-def save_mask(mask, path: "str | os.PathLike[str]") -> None:
-    """Write a static mask; see the module docstring for what is stored."""
+def save_mask(mask, path: "str | os.PathLike[str]", *, warnings: bool = True) -> None:
+    """Write a static mask; see the module docstring for what is stored. ``warnings=False``
+    leaves the lookahead-collision check (``Mask.warnings``) to whoever loads the file, which then
+    runs it on first access: ``mode="auto"``'s worker writes its artifact for a parent that never
+    reads them, and the check costs a median schema ~0.3 s — more than its compile."""
     if mask._stored is None or mask.active_mode != "static":
         raise GlrmaskError("only a static mask can be saved: compile with mode='static' "
                            "(mode='auto': after wait_static())")
@@ -61,7 +66,7 @@ def save_mask(mask, path: "str | os.PathLike[str]") -> None:
         "eos_token_ids": [int(e) for e in mask.vocab.eos_token_ids],
         "n_logits": int(mask.vocab.n_logits),
         "grammar": mask.grammar.to_json(),
-        "warnings": list(mask.warnings),
+        "warnings": list(mask.warnings) if warnings else None,
         # sizes only: wall-clock timings would make two compiles of one grammar differ in bytes
         "stages": [[name, _jsonable({k: v for k, v in info.items() if k != "seconds"})]
                    for name, info in mask.stats.items() if isinstance(info, dict)],
@@ -86,7 +91,8 @@ def load_mask(path: "str | os.PathLike[str]", vocab: Vocab, *, verify: bool = Tr
         mask.table = table
         mask._lazy_lexer = None
         mask._limits = {}
-        mask._warnings = list(meta.get("warnings", []))
+        found = meta.get("warnings", [])
+        mask._warnings = None if found is None else list(found)
         mask.stats = {name: info for name, info in meta.get("stages", [])}
         mask._engine = mask._engine_for(lexer, stored)
     except ArtifactError as e:

@@ -313,3 +313,13 @@ def _prefix_states(mask, ids):
     for t in ids:
         assert s.commit(t)
         yield s.fork()
+
+
+def test_a_mask_saved_without_warnings_checks_collisions_when_loaded(tmp_path):
+    """``save(warnings=False)`` (what mode="auto"'s worker writes) skips the lookahead-collision
+    check; the loaded mask runs it on first access and finds what the compiled one finds."""
+    vocab = glrmask.Vocab.default()
+    grammar = 'start: A B\nA: /a+(?!b)/\nB: "b"'
+    mask = glrmask.compile(grammar, vocab, mode="static")
+    mask.save(tmp_path / "m.glrm", warnings=False)
+    assert glrmask.load(tmp_path / "m.glrm", vocab).warnings == mask.warnings
