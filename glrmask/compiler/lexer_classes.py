@@ -44,13 +44,23 @@ class BoundedClasses:
     higher level equals the last one)."""
 
     def __init__(self, dfa: LexerDFA, max_h: int, *, stage: str = "terminal DWA (lexer state classes)",
-                 ev: Optional[np.ndarray] = None, native: bool = True):
-        """``native=False``: the levels by the numpy description below (the tests' reference)."""
+                 ev: Optional[np.ndarray] = None, native: bool = True,
+                 groups: Optional[tuple[tuple[int, ...], ...]] = None):
+        """``native=False``: the levels by the numpy description below (the tests' reference).
+        ``groups``: :func:`byte_groups` of ``dfa`` when at hand (their first bytes are the only
+        columns to compare: a group's bytes have equal columns)."""
         ev = event_keys(dfa) if ev is None else ev
-        # bytes with identical columns (target and events) in every state are one column here
-        cols = np.concatenate([dfa.trans.astype(np.int64), ev], axis=0)
-        _, first = np.unique(_column_labels(cols), return_index=True)
-        keep = np.sort(first)
+        # bytes with identical columns (target and events) in every state are one column here:
+        # the smallest byte of each
+        if groups is not None:
+            reps = np.asarray(sorted(g[0] for g in groups), dtype=np.int64)
+            cols = np.concatenate([dfa.trans[:, reps].astype(np.int64), ev[:, reps]], axis=0)
+            _, first = np.unique(_column_labels(cols), return_index=True)
+            keep = reps[np.sort(first)]
+        else:
+            cols = np.concatenate([dfa.trans.astype(np.int64), ev], axis=0)
+            _, first = np.unique(_column_labels(cols), return_index=True)
+            keep = np.sort(first)
         observed = np.concatenate([dfa.futures.view(np.int64), ev[:, keep]], axis=1)
         if native:
             current_budget().check(stage)

@@ -310,7 +310,7 @@ class _Builder:
             groups = byte_groups(dfa, ev)
             if tables.all_bytes:
                 self.heights = tables.height_list
-                self.classes = BoundedClasses(dfa, self.heights[0] if self.heights else 0, ev=ev)
+                self.classes = BoundedClasses(dfa, self.heights[0] if self.heights else 0, ev=ev, groups=groups)
         if not groups:
             groups = tuple((b,) for b in range(256))
         self._groups: tuple[tuple[int, ...], ...] = groups
@@ -527,17 +527,24 @@ class _Builder:
         branches, and every boundary root starts without any, so a longer token's end state is
         also reached by its bytes as single tokens.) A branch survives a byte into ``q2`` iff
         ``q2`` is not DEAD and its futures hold an ignored or labelled terminal."""
-        trans = self.lexer.dfa.trans
+        dfa = self.lexer.dfa
+        trans = dfa.trans
         n = trans.shape[0]
-        alive = np.fromiter((self._lane_alive(q) for q in range(n)), dtype=bool, count=n)
+        # alive: the futures bitset meets the ignored and labelled terminals (as _lane_alive)
+        futures = np.ascontiguousarray(dfa.futures, dtype=np.uint64).reshape(n, -1)
+        rel = np.zeros(futures.shape[1], dtype=np.uint64)
+        for t in self.relevant:
+            rel[t >> 6] |= np.uint64(1) << np.uint64(t & 63)
+        alive = (futures & rel).any(axis=1)
         seen = np.zeros(n, dtype=bool)
         frontier = np.array([self.lexer.initial], dtype=np.int64)
         while frontier.size:
             nxt = trans[frontier].reshape(-1)
-            nxt = np.unique(nxt[nxt >= 0])
-            nxt = nxt[alive[nxt] & ~seen[nxt]]
-            seen[nxt] = True
-            frontier = nxt
+            hit = np.zeros(n, dtype=bool)
+            hit[nxt[nxt >= 0]] = True
+            hit &= alive & ~seen
+            seen |= hit
+            frontier = np.flatnonzero(hit)
         return set(np.flatnonzero(seen).tolist())
 
     # ---------------------------------------------------------------- assembly
@@ -563,7 +570,8 @@ class _Builder:
             q = order[i]
             cfg = (_BOUNDARY, ()) if q == lexer.initial else (q, ())
             roots.append(self.walk(cfg))
-            self._check_time("trie walk")
+            if (i & 31) == 31:  # (the walk checks every 1024 steps; a budget check reads the clock and memory)
+                self._check_time("trie walk")
             if self.classes is not None:
                 i += 1
                 continue
