@@ -268,6 +268,8 @@ ctypedef struct CLazy:
     int32_t** ev_chunks    # event lists [n, term, cond, …] in chunks of EV_CHUNK ints
     int32_t n_chunks
     int32_t chunk_used
+    int32_t has_groups     # byte_group set (set_byte_groups): missing entries are deduplicated
+    int32_t byte_group[256]  # byte -> its byte group (bytes every lexer state steps alike)
     # lexeme memos (built on first use, then shared by every request)
     int memo_flag          # try-lock of the builder (a busy builder is bypassed, never awaited)
     int64_t memo_bytes
@@ -679,6 +681,18 @@ cdef class LazyLexer:
             raise ValueError("set_boundary: no such boundary case")
         glr_store_i32(&self.z.binit[which], q + 2)
 
+    def set_byte_groups(self, const int64_t[::1] group_of) -> None:
+        """The byte group of each byte (``group_of[b]``: bytes every lexer state and condition
+        steps alike, so exploring one byte of a group answers them all). From then on the
+        entries handed to the explorer are distinct, byte steps once per group (see
+        ``Tables.attach_dynamic``): a walk asks for the same entry from many trie nodes."""
+        cdef int k
+        if group_of.shape[0] != 256:
+            raise ValueError("set_byte_groups: one group per byte (256)")
+        for k in range(256):
+            self.z.byte_group[k] = <int32_t>group_of[k]
+        self.z.has_groups = 1
+
     def has_cond(self, int32_t c) -> bool:
         return 0 <= c < self.z.cap_conds and bool(_lz_flags(self.z.cinfo, c) & CI_KNOWN)
 
@@ -917,7 +931,14 @@ cdef class Tables:
 
     cdef void _resolve_missing(self, int32_t* buf, Py_ssize_t n, bint first) except *:
         """Explore the entries a step reported missing (``buf``: ``n`` ints, freed here; ``first``:
-        the first round of one operation, which starts its exploration budget)."""
+        the first round of one operation, which starts its exploration budget). With the
+        lexer's byte groups known (:meth:`LazyLexer.set_byte_groups`), each entry is handed over
+        once, in the order of its first report (a walk reports the same ones ~10 times)."""
+        if self._lazy is not None and (<LazyLexer>self._lazy).z.has_groups and n >= 6:
+            n = 3 * _distinct_missing(buf, n // 3, (<LazyLexer>self._lazy).z.byte_group)
+            if n < 0:
+                free(buf)
+                raise MemoryError("glrmask runtime: out of memory")
         arr = np.empty((n // 3, 3), dtype=np.int32)
         cdef int32_t[:, ::1] v = arr
         if n:
@@ -3094,6 +3115,48 @@ cdef int _fill(const CTables* t, CFamily* f, int32_t rec, uint32_t* out) noexcep
 
 
 # ------------------------------------------------------------------------------------ states
+cdef Py_ssize_t _distinct_missing(int32_t* rows, Py_ssize_t n, const int32_t* group) noexcept nogil:
+    """Keep the first of the ``(kind, a, b)`` rows naming each entry, in order, in place: the
+    number kept (-1 out of memory). Byte steps (``M_STEP``, ``M_COND_STEP``) name an entry per
+    byte group (``group``), the other kinds per ``(kind, a, b)``."""
+    cdef Py_ssize_t cap = 16, i, j, out = 0
+    cdef uint64_t h
+    cdef int32_t kind, a, g, jk, jg
+    while cap < 2 * n:
+        cap <<= 1
+    cdef int32_t* slot = <int32_t*>malloc(cap * sizeof(int32_t))
+    if slot == NULL:
+        return -1
+    memset(slot, 0xFF, cap * sizeof(int32_t))
+    for i in range(n):
+        kind = rows[3 * i]
+        a = rows[3 * i + 1]
+        g = rows[3 * i + 2]
+        if (kind == M_STEP or kind == M_COND_STEP) and 0 <= g < 256:
+            g = group[g]
+        h = ((<uint64_t><uint32_t>a * 0x9E3779B97F4A7C15ULL) ^ (<uint64_t><uint32_t>g * 0xC2B2AE3D27D4EB4FULL)
+             ^ <uint64_t>kind)
+        h = (h ^ (h >> 29)) & <uint64_t>(cap - 1)
+        while True:
+            j = slot[h]
+            if j < 0:
+                slot[h] = <int32_t>out
+                rows[3 * out] = kind
+                rows[3 * out + 1] = a
+                rows[3 * out + 2] = rows[3 * i + 2]
+                out += 1
+                break
+            jk = rows[3 * j]
+            jg = rows[3 * j + 2]
+            if (jk == M_STEP or jk == M_COND_STEP) and 0 <= jg < 256:
+                jg = group[jg]
+            if jk == kind and rows[3 * j + 1] == a and jg == g:
+                break
+            h = (h + 1) & <uint64_t>(cap - 1)
+    free(slot)
+    return out
+
+
 cdef int32_t* _take_missing(CFamily* f, Py_ssize_t* n) noexcept nogil:
     """A copy of the missing entries of the last step (taken under the family lock)."""
     cdef int32_t* buf = <int32_t*>malloc((f.s_miss.n + 1) * sizeof(int32_t))

@@ -1140,3 +1140,19 @@ def scan_with(step, state: int, data: bytes) -> tuple[int, list[tuple[int, int, 
         for t, c in ev:
             out.append((i + 1, t, c))
     return state, out
+
+
+_python_step = Lexer.step
+"""The Python :meth:`Lexer.step` (the reference the native one is tested against)."""
+_python_lane_step = Lexer._lane_step
+"""The Python lane step (the reference of the native one)."""
+
+try:
+    from glrmask_ext import lazy_step as _native_step
+except ImportError:  # pragma: no cover - the extension is not built: the Python steps
+    _native_step = None
+else:
+    # the same algorithm over the same objects (same ids, events and conditions), in C: a cold
+    # dynamic mask spends most of its exploration in these two
+    Lexer.step = _native_step.step  # type: ignore[method-assign]
+    Lexer._lane_step = _native_step.lane_step  # type: ignore[method-assign]

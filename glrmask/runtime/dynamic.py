@@ -26,6 +26,11 @@ import numpy as np
 from glrmask_ext.runtime import LazyLexer
 
 from .engine import trie_arrays
+
+try:
+    from glrmask_ext import lazy_explore as _native_explore
+except ImportError:  # pragma: no cover - the extension is not built: the loop in Python
+    _native_explore = None
 from .tables import build_tables, dynamic_arrays
 
 __all__ = ["DEFAULT_MEMO_MB", "DEFAULT_STEP_TRANSITIONS", "DynamicEngine", "LexerExplorer"]
@@ -60,6 +65,7 @@ class LexerExplorer:
                 group_of[b] = k
         self._group_of = group_of
         self._group_arr = np.asarray(group_of, dtype=np.int64)
+        self.native.set_byte_groups(self._group_arr)  # the native side hands each entry over once
         self._groups: list[Optional[np.ndarray]] = [None] * len(lexer.byte_groups)  # made when first stepped
         self.n_explored = 0
         self.next_terminals: Optional[tuple[np.ndarray, np.ndarray]] = None
@@ -67,10 +73,10 @@ class LexerExplorer:
         what lexeme start states are restricted to (``M_BOUNDARY``)."""
 
     def explore(self, missing: np.ndarray, first: bool = True) -> None:
-        """Compute the entries ``missing`` names (``(kind, a, b)`` rows; see ``Tables.attach_dynamic``);
+        """Compute the entries ``missing`` names (``(kind, a, b)`` rows; see ``Tables.attach_dynamic``),
+        each once (the native side drops repeats, byte steps per byte group: :meth:`LazyLexer.set_byte_groups`);
         ``first``: the first call of one operation (its fuel starts again)."""
         lexer, nat = self.lexer, self.native
-        missing = self._unique(missing)
         if first:
             self._spent.n = 0
         spent = getattr(self._spent, "n", 0) + len(missing)
@@ -84,35 +90,44 @@ class LexerExplorer:
                 "max_step_transitions, limits={'dynamic': {'max_step_transitions': N}}); the terminals' "
                 "regexes create too many scanning states for the vocabulary")
         with self._lock:
-            for kind, a, b in missing.tolist():
-                self.n_explored += 1
-                if kind == self.M_STEP:
-                    q2, events = lexer.step(a, b)
-                    for _term, cond in events:
-                        self._cond(cond)
-                    nat.set_step_events(a, self._group_bytes(b), q2, events)
-                elif kind == self.M_ALIVE:
-                    words = np.zeros(self.fut_words, dtype=np.uint64)
-                    alive = lexer.alive_terminals(a)
-                    for term in alive:
-                        words[term >> 6] |= np.uint64(1 << (term & 63))
-                    nat.set_alive(a, words)
-                    for term in alive:  # answered now: no round trip per terminal later
-                        if lexer.always_has_future(term):
-                            nat.set_future(a, term, True)
-                elif kind == self.M_FUTURE:
-                    nat.set_future(a, b, lexer.has_future(a, b))
-                elif kind == self.M_BOUNDARY:
-                    act, follow = self.next_terminals
-                    words = (follow if b else act)[a]
-                    terms = np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))
-                    nat.set_boundary(a + b * len(act), lexer.restrict(lexer.initial, terms.tolist()))
-                elif kind == self.M_COND_STEP:
-                    c2 = lexer.cond_step(a, b)
-                    self._cond(c2)
-                    nat.set_cond_step(a, self._group_bytes(b), c2)
-                else:
-                    self._cond(a)
+            if _native_explore is not None:
+                _native_explore.explore_rows(self, missing)
+            else:  # pragma: no cover - the extension is not built
+                for kind, a, b in missing.tolist():
+                    self.n_explored += 1
+                    self.explore_one(kind, a, b)
+
+    def explore_one(self, kind: int, a: int, b: int) -> None:
+        """Compute and publish one entry (the lock held). ``glrmask_ext.lazy_explore`` runs the
+        byte steps itself, the same way, and hands the other kinds to this method."""
+        lexer, nat = self.lexer, self.native
+        if kind == self.M_STEP:
+            q2, events = lexer.step(a, b)
+            for _term, cond in events:
+                self._cond(cond)
+            nat.set_step_events(a, self._group_bytes(b), q2, events)
+        elif kind == self.M_ALIVE:
+            alive = lexer.alive_terminals(a)
+            words = [0] * self.fut_words
+            for term in alive:
+                words[term >> 6] |= 1 << (term & 63)
+            nat.set_alive(a, np.asarray(words, dtype=np.uint64))
+            for term in alive:  # answered now: no round trip per terminal later
+                if lexer.always_has_future(term):
+                    nat.set_future(a, term, True)
+        elif kind == self.M_FUTURE:
+            nat.set_future(a, b, lexer.has_future(a, b))
+        elif kind == self.M_BOUNDARY:
+            act, follow = self.next_terminals
+            words = (follow if b else act)[a]
+            terms = np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))
+            nat.set_boundary(a + b * len(act), lexer.restrict(lexer.initial, terms.tolist()))
+        elif kind == self.M_COND_STEP:
+            c2 = lexer.cond_step(a, b)
+            self._cond(c2)
+            nat.set_cond_step(a, self._group_bytes(b), c2)
+        else:
+            self._cond(a)
 
     def _group_bytes(self, b: int) -> np.ndarray:
         """The bytes of ``b``'s byte group (they step alike in every lexer state)."""
@@ -121,25 +136,6 @@ class LexerExplorer:
         if arr is None:
             arr = self._groups[k] = np.asarray(sorted(self.lexer.byte_groups[k]), dtype=np.uint8)
         return arr
-
-    def _unique(self, missing: np.ndarray) -> np.ndarray:
-        """The distinct entries of ``missing`` (a walk asks for the same ones many times), byte
-        steps counted once per byte group."""
-        if len(missing) < 2:
-            return missing
-        if len(missing) <= 64:  # the usual few rows: a dict is ~20 µs cheaper than numpy's unique
-            seen: dict = {}
-            group_of = self._group_of
-            for row in missing.tolist():
-                kind, a, b = row
-                g = group_of[b] if kind == self.M_STEP or kind == self.M_COND_STEP else b
-                seen.setdefault((kind, a, g), row)
-            return np.asarray(list(seen.values()), dtype=missing.dtype)
-        kind, a, b = missing[:, 0].astype(np.int64), missing[:, 1].astype(np.int64), missing[:, 2]
-        stepped = (kind == self.M_STEP) | (kind == self.M_COND_STEP)
-        g = np.where(stepped, self._group_arr[np.where(stepped, b, 0)], b).astype(np.int64)
-        _keys, first = np.unique((kind << 56) | (a << 20) | g, return_index=True)
-        return missing[np.sort(first)]
 
     def _cond(self, c: int) -> None:
         if c >= 2 and not self.native.has_cond(c):

@@ -1,0 +1,55 @@
+"""The dynamic engine's exploration loop in C (:meth:`glrmask.runtime.dynamic.LexerExplorer.explore`).
+
+Why. A cold dynamic mask hands its explorer tens of thousands of lexer entries, nine in ten of
+them byte steps; the Python loop around each (unpacking a row, the step, its conditions, the
+setter) cost about as much as the step itself. This loop does the byte steps and condition
+verdicts here, in the order of the rows, exactly as
+:meth:`~glrmask.runtime.dynamic.LexerExplorer.explore_one` does them, and hands every other kind
+(live terminals, futures, lexeme starts, condition steps: a few in a hundred) to that method.
+"""
+
+from libc.stdint cimport int32_t
+
+DEF M_STEP = 0
+DEF M_COND_INFO = 3
+
+
+cdef inline void _cond(object lexer, object nat, int c) except *:
+    """``LexerExplorer._cond(c)``: publish a pending condition's verdicts before any entry names it."""
+    if c >= 2 and not nat.has_cond(c):
+        nat.set_cond(c, lexer.cond_at_end(c), lexer.cond_satisfiable(c))
+
+
+def explore_rows(explorer, const int32_t[:, ::1] rows) -> None:
+    """Compute and publish the entries ``rows`` (``(kind, a, b)``, distinct) names, in order
+    (the explorer's lock held); ``explorer.n_explored`` counts each one started."""
+    cdef object lexer = explorer.lexer
+    cdef object nat = explorer.native
+    cdef object step = lexer.step
+    cdef object set_step_events = nat.set_step_events
+    cdef list group_of = explorer._group_of
+    cdef list groups = explorer._groups
+    cdef Py_ssize_t i, n = rows.shape[0], done = 0
+    cdef int kind, a, b
+    cdef tuple res, ev
+    cdef object byte_set
+    try:
+        for i in range(n):
+            done = i + 1
+            kind = rows[i, 0]
+            a = rows[i, 1]
+            b = rows[i, 2]
+            if kind == M_STEP:
+                res = <tuple?>step(a, b)
+                for ev in <tuple?>res[1]:
+                    _cond(lexer, nat, ev[1])
+                byte_set = groups[<Py_ssize_t>group_of[b]]
+                if byte_set is None:
+                    byte_set = explorer._group_bytes(b)
+                set_step_events(a, byte_set, res[0], res[1])
+            elif kind == M_COND_INFO:
+                _cond(lexer, nat, a)
+            else:
+                explorer.explore_one(kind, a, b)
+    finally:
+        explorer.n_explored += done
