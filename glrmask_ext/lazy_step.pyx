@@ -209,3 +209,94 @@ def step(lexer, state, byte):
     (<list?>row)[k] = res
     _transition_added(lexer)
     return res
+
+
+def lane_future(lexer, t, ts):
+    """``Lexer._lane_future(t, ts)``: whether terminal ``t``'s lane state ``ts`` still reaches a
+    match end whose condition can hold — the same depth-first search, stepping the same lane
+    states in the same order (it stops at the first event that counts, so it explores exactly as
+    far as the Python search)."""
+    if lexer.always_has_future(t):
+        return True
+    cdef dict memo = <dict?>(<list?>lexer._ts_future)[t]
+    cdef object hit = memo.get(ts)
+    if hit is not None:
+        return hit
+    cdef object prog = lexer.prog
+    cdef list ts_rows = lexer._ts_rows
+    cdef list gid = lexer._gid
+    cdef list ts_lanes = lexer._ts
+    cdef list ts_ids = lexer._ts_ids
+    cdef dict closures = lexer._closures
+    cdef dict cond_ids = lexer._cond_ids
+    cdef list sets = lexer._cs
+    cdef list live = <list?>(<list?>lexer._ts_live)[t]
+    cdef list lanes = <list?>ts_lanes[t]
+    cdef tuple groups = <tuple?>(<list?>lexer._grep)[t]
+    cdef set seen = {ts}
+    cdef list path = []
+    cdef list pending = []  # per state on the path: successors not descended into yet
+    cdef list succ, top
+    cdef object x = ts, known, listed, mask, y, ev, c
+    cdef tuple item, res
+    cdef bint found = False
+    cdef Py_ssize_t g, ng = len(groups)
+    cdef int ci
+    while True:
+        known = memo.get(x) if x != ts else None
+        succ = []
+        if known is True:
+            found = True
+        elif known is None:
+            listed = live[x]
+            if listed is not None:
+                for item in <list?>listed:
+                    y = item[1]
+                    ev = item[2]
+                    for c in <tuple?>ev:
+                        ci = (<tuple?>c)[1]
+                        if ci == 0 or (ci >= 2 and lexer.cond_satisfiable(ci)):
+                            found = True
+                            break
+                    if found:
+                        break
+                    if y >= 0 and y not in seen:
+                        seen.add(y)
+                        succ.append(y)
+            else:
+                mask = lexer._entries_groups(t, (<tuple?>lanes[x])[0])
+                for g in range(ng):
+                    if not (mask >> g) & 1:
+                        continue
+                    res = <tuple?>_lane_step(lexer, prog, ts_rows, gid, ts_lanes, ts_ids, closures, cond_ids,
+                                             sets, t, x, groups[g])
+                    y = res[0]
+                    for c in <tuple?>res[1]:
+                        ci = (<tuple?>c)[1]
+                        if ci == 0 or (ci >= 2 and lexer.cond_satisfiable(ci)):
+                            found = True
+                            break
+                    if found:
+                        break
+                    if y >= 0 and y not in seen:
+                        seen.add(y)
+                        succ.append(y)
+        path.append(x)
+        if found:
+            break
+        succ.reverse()
+        pending.append(succ)
+        while path and not pending[len(pending) - 1]:
+            path.pop()
+            pending.pop()
+        if not path:
+            break
+        top = pending[len(pending) - 1]
+        x = top.pop()
+    if found:
+        for x in path:  # every state on the path reaches the match end: later queries hit
+            memo[x] = True
+        return True
+    for x in seen:  # the search was exhaustive: nothing reachable from here has a future
+        memo[x] = False
+    return False

@@ -85,6 +85,7 @@ def assert_native_like_python(terminals, monkeypatch, texts=(), seed=0, n_random
     with monkeypatch.context() as m:
         m.setattr(Lexer, "step", lexer_module._python_step)
         m.setattr(Lexer, "_lane_step", lexer_module._python_lane_step)
+        m.setattr(Lexer, "_lane_future", lexer_module._python_lane_future)
         python_lexer = Lexer(terminals)
         python = walk(python_lexer, list(texts), seed, n_random)
     assert native == python

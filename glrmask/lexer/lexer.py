@@ -1146,6 +1146,8 @@ _python_step = Lexer.step
 """The Python :meth:`Lexer.step` (the reference the native one is tested against)."""
 _python_lane_step = Lexer._lane_step
 """The Python lane step (the reference of the native one)."""
+_python_lane_future = Lexer._lane_future
+"""The Python future search of a lane (the reference of the native one)."""
 
 try:
     from glrmask_ext import lazy_step as _native_step
@@ -1156,3 +1158,4 @@ else:
     # dynamic mask spends most of its exploration in these two
     Lexer.step = _native_step.step  # type: ignore[method-assign]
     Lexer._lane_step = _native_step.lane_step  # type: ignore[method-assign]
+    Lexer._lane_future = _native_step.lane_future  # type: ignore[method-assign]
