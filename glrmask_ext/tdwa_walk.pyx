@@ -18,7 +18,7 @@ the same from run to run.
 """
 cimport cython
 from libc.stdint cimport int32_t, int64_t, uint64_t, uint32_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memcmp
 from libcpp.vector cimport vector
 from libcpp.algorithm cimport sort as cpp_sort
 
@@ -744,6 +744,7 @@ cdef object _arr(vector[int32_t]& v):
 
 
 cdef size_t _LINEAR_KEYS = 16  # distinct (label, branch) keys of one node searched linearly
+cdef int32_t _FLAT_SLOTS = 4  # the most slots of a flat result (each holds its own copy of its weight)
 
 
 cdef struct Item:
@@ -836,7 +837,7 @@ cdef class Walker:
         self.max_height = max_height
         self.steps = 0
         self.max_steps = b.max_walk_steps
-        self.max_flat = 16 * <int64_t>b.max_nodes + (1 << 20)
+        self.max_flat = 0x7ffffff0  # int32 offsets (the compile's memory budget stops it long before)
         self.group_of.assign(256, -1)
         self.group_ptr.push_back(0)
         for g in groups:
@@ -887,6 +888,10 @@ cdef class Walker:
 
     def memo_size(self) -> int:
         return self.memo.size()
+
+    def flat_entries(self) -> int:
+        """Entries of the flat results kept so far (int32s; freed by :meth:`clear_memo`)."""
+        return self.fl.size()
 
     def clear_memo(self) -> None:
         self.memo.clear()
@@ -1267,6 +1272,8 @@ cdef class Walker:
         n_slots = 1 if kind == -2 else self.end_len[cid] + (1 if kind == 1 else 0)
         if n_slots == 0 or blen == 0:
             return -1
+        if n_slots > _FLAT_SLOTS:
+            return self.own_node(bnd, blen, cid)
         o = self.flat_begin(n_slots)
         if kind == -2 or kind == 1:
             self.fl.push_back(-1)
@@ -1274,10 +1281,25 @@ cdef class Walker:
         if kind != -2:
             for k in range(self.end_len[cid]):
                 self.fl.push_back(self.end_labels[self.end_ptr[cid] + k])
-                self.fl.push_back(blen)
-        for k in range(n_slots):
-            self.fl.insert(self.fl.end(), bnd, bnd + blen)
+                self.fl.push_back(blen if k == 0 and kind == 0 else -1)
+        self.fl.insert(self.fl.end(), bnd, bnd + blen)
         return -2 - o
+
+    cdef int32_t own_node(self, const int32_t* bnd, int32_t blen, int32_t cid) except -2:
+        """:meth:`own_tokens` as a DAG node (branches ending in many terminals: a flat record
+        would copy the token set once per terminal)."""
+        cdef int32_t w, k, final = -1
+        cdef vector[int32_t]* opens = &self.own_opens
+        w = self.dag.weight_at(bnd, blen)
+        opens.clear()
+        if self.end_kind[cid] == -2:
+            return self.dag.node(w, opens[0], self.no_edges)
+        for k in range(self.end_len[cid]):
+            opens.push_back(self.end_labels[self.end_ptr[cid] + k])
+            opens.push_back(w)
+        if self.end_kind[cid] == 1:
+            final = w
+        return self.dag.node(final, opens[0], self.no_edges)
 
     # ------------------------------------------------------------------ flat results
     # A walk result is a DAG node (>= 0), nothing (-1) or, when it has no label edge, a *flat*
@@ -1292,8 +1314,7 @@ cdef class Walker:
         cdef int64_t o = self.fl.size()
         if o > self.max_flat or o > 0x7ffffff0:
             raise GrammarTooComplex(
-                f"terminal DWA (nodes): more than {self.max_flat} intermediate outcome entries "
-                "(limit max_nodes)")
+                f"terminal DWA (nodes): more than {self.max_flat} intermediate outcome entries")
         self.fl.push_back(n_slots)
         return <int32_t>o
 
@@ -1311,8 +1332,9 @@ cdef class Walker:
         for k in range(n_slots):
             lab = self.fl[o + 1 + 2 * k]
             ln = self.fl[o + 2 + 2 * k]
-            w = self.dag.weight_at(&self.fl[p], ln)
-            p += ln
+            if ln >= 0:  # (-1: the previous slot's weight)
+                w = self.dag.weight_at(&self.fl[p], ln)
+                p += ln
             if lab < 0:
                 final = w
             else:
@@ -1329,9 +1351,10 @@ cdef class Walker:
         """The union of the results ``subs[begin:]``: flat when they all are (slot by slot,
         intervals merged), else the DAG union of their nodes."""
         cdef Py_ssize_t i, n = <Py_ssize_t>subs.size()
-        cdef int32_t r, first = -1, n_flat = 0, o, n_slots, k, lab, m, li, ln, out_o
+        cdef int32_t r, first = -1, n_flat = 0, o, n_slots, k, lab, m, li, ln, out_o, cur_len, prev_len = -1
         cdef bint any_node = False
-        cdef int64_t p
+        cdef int64_t p, cur
+        cdef size_t prev_at = 0
         for i in range(begin, n):
             r = subs[i]
             if r >= 0:
@@ -1363,6 +1386,11 @@ cdef class Walker:
                 else:
                     self.fl_labels.push_back(lab)
         _sort_unique(self.fl_labels)
+        if <int32_t>self.fl_labels.size() > _FLAT_SLOTS:
+            for i in range(begin, n):
+                if subs[i] <= -2:
+                    subs[i] = self.node_of(subs[i])
+            return self.dag.union_all(subs, begin)
         self.fl_out.clear()
         self.fl_out.push_back(<int32_t>self.fl_labels.size())
         for m in range(<int32_t>self.fl_labels.size()):
@@ -1378,15 +1406,28 @@ cdef class Walker:
                 o = -2 - r
                 n_slots = self.fl[o]
                 p = o + 1 + 2 * n_slots
+                cur = p
+                cur_len = 0
                 for k in range(n_slots):
                     ln = self.fl[o + 2 + 2 * k]
+                    if ln >= 0:
+                        cur = p
+                        cur_len = ln
+                        p += ln
                     if self.fl[o + 1 + 2 * k] == lab:
-                        self.fl_lists.push_back(<int32_t>p)
-                        self.fl_lists.push_back(ln)
+                        self.fl_lists.push_back(<int32_t>cur)
+                        self.fl_lists.push_back(cur_len)
                         break
-                    p += ln
             ln = self.merge_lists()
-            self.fl_out[2 + 2 * m] = ln
+            # a slot equal to the previous one keeps no copy (most slots of a record are alike)
+            if m > 0 and ln == prev_len and memcmp(&self.fl_out[prev_at], &self.fl_out[self.fl_out.size() - ln],
+                                                   <size_t>ln * sizeof(int32_t)) == 0:
+                self.fl_out.resize(self.fl_out.size() - ln)
+                self.fl_out[2 + 2 * m] = -1
+            else:
+                self.fl_out[2 + 2 * m] = ln
+                prev_at = self.fl_out.size() - ln
+                prev_len = ln
         out_o = self.flat_begin(self.fl_out[0])
         self.fl.insert(self.fl.end(), self.fl_out.begin() + 1, self.fl_out.end())
         # (the merged intervals were appended to fl_out after the header, in label order)

@@ -33,6 +33,14 @@ EXTRA_CASES = {
     "ignored_comment": ('start: X+\nX: "x"\nCOMMENT: /#[a-z]*;/\n%ignore COMMENT',
                         ("#", "ab", ";", "x", "#a", "a;", "x#", "#;x")),
     "contradictory_lookahead": ('start: Y "b" | "y" "c"\nY: /y(?=b)(?=c)/', ("y", "b", "c", "yb", "yc")),
+    # label-free outcomes of different shapes side by side in one subtree ("1" open in NUM or
+    # WORD, "1a" only in WORD, "12a!" closed), so subtree results are united label by label
+    "mixed_open_ends": ('start: (NUM | WORD)+\nNUM: /[0-9]+/\nWORD: /[0-9a-z]+!/\nWS: / +/\n%ignore WS',
+                        ("1", "12", "123", "1a", "12a!", " ", "1 ", " 12", "a!", "1!", "2 3", "  ")),
+    # a terminal both ignored and used: each event restarts twice, unlabelled and labelled, so a
+    # subtree's result unites overlapping token sets reached through different branches
+    "ignored_and_used": ('start: X (NL X)*\nX: "x"\nNL: /\\n+/\n%ignore NL',
+                         ("x", "\n", "x\n", "\nx", "\n\n", "x\n\nx", "xx", "\nx\n")),
 }
 
 

@@ -19,7 +19,7 @@ from functools import lru_cache
 import pytest
 
 import glrmask
-from glrmask.compiler.lexer_classes import BoundedClasses, node_heights
+from glrmask.compiler.lexer_classes import BoundedClasses, byte_groups, node_heights
 from glrmask.compiler.terminal_dwa import TerminalDWA, _Builder, terminal_labels
 from glrmask.grammar.lark_frontend import grammar_from_lark
 from glrmask.grammar.normalize import normalize
@@ -103,6 +103,22 @@ def test_h_equivalent_states_agree_on_every_string_of_at_most_h_bytes(name):
                         assert ea == eb, (name, q, r, word)
                         assert (a < 0) == (b < 0), (name, q, r, word)
                     assert dense.futures(a) == dense.futures(b), (name, q, r, word)
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_classes_from_the_byte_groups_are_the_classes_from_every_byte(name):
+    _g, _t, _lazy, dense, _trie, _l, _d = _built(name)
+    whole = BoundedClasses(dense.dfa, 20)
+    grouped = BoundedClasses(dense.dfa, 20, groups=byte_groups(dense.dfa))
+    assert grouped.n_levels == whole.n_levels
+    assert all(grouped.level(h) == whole.level(h) for h in range(whole.n_levels))
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_byte_groups_are_the_bytes_with_equal_columns(name):
+    _g, _t, _lazy, dense, _trie, _l, _d = _built(name)
+    dfa = dense.dfa
+    assert byte_groups(dfa) == byte_groups(dfa, native=False)
 
 
 @pytest.mark.parametrize("name", sorted(GRAMMARS))

@@ -71,3 +71,10 @@ def test_tokens_in_no_weight_have_no_class():
     classes, sets = TokenClasses.from_weights(*_csr([[2, 4]]), 6)
     assert classes.class_of_tokens().tolist() == [-1, -1, 0, 0, -1, -1]
     assert sets == [1]
+
+
+def test_no_weights_give_no_classes():
+    classes, sets = TokenClasses.from_weights(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), 5)
+    assert classes.n_classes == 0
+    assert classes.class_of_tokens().tolist() == [-1] * 5
+    assert sets == []

@@ -585,6 +585,7 @@ class _Builder:
             i += 1
         t_walk = time.perf_counter() - self.t0
         memo_entries = self._walker.memo_size()
+        flat_entries = self._walker.flat_entries()
         self._walker.clear_memo()
 
         # condition seeds, closed under "what the next tokens step a pending condition to"
@@ -604,6 +605,7 @@ class _Builder:
             "distinct_roots": len(set(roots)),
             "walk_steps": self._walker.steps,
             "memo_entries": memo_entries,
+            "flat_entries": flat_entries,
             "walk_seconds": t_walk,
             "conds": len(seeds),
             "interned_nodes": self.dag.n_nodes(),
