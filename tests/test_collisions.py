@@ -18,10 +18,10 @@ from glrmask.lexer import Lexer
 from conftest import byte_vocab
 
 
-def collisions(source: str) -> list[str]:
+def collisions(source: str, **limits) -> list[str]:
     grammar = normalize(load_grammar(source, format="lark"))
     lexer = Lexer([(t.name, t.pattern) for t in grammar.terminals.values()])
-    return find_lookahead_collisions(grammar, lexer)
+    return find_lookahead_collisions(grammar, lexer, **limits)
 
 
 # -- true positives --------------------------------------------------------------------------------
@@ -120,3 +120,16 @@ def test_shipped_grammars_have_no_collisions():
     lookaheads, so the ``ı``/``İ`` case fold of ``/i`` cannot undo a keyword)."""
     for name in ("json", "arithmetic", "csv", "tinylang", "sql"):
         assert collisions(f"grammars/{name}.lark") == [], name
+
+
+# -- the budget -------------------------------------------------------------------------------------
+
+def test_a_check_past_its_step_budget_says_which_terminals_it_did_not_reach():
+    """Lookaround terminals go first, long patterns last: the counted string is what is left."""
+    grammar = 'start: NUM LONG\nNUM: /[0-9]+(?![0-9])/\nLONG: /"[a-z]{0,300}"/'
+    *found, stopped = collisions(grammar, max_steps=100)
+    assert "stopped at its budget (100 lexer steps)" in stopped and stopped.endswith("not checked: LONG")
+
+
+def test_a_check_within_its_budget_reports_nothing_about_it():
+    assert collisions('start: NUM LONG\nNUM: /[0-9]+(?![0-9])/\nLONG: /"[a-z]{0,300}"/') == []
