@@ -74,6 +74,8 @@ cdef extern from *:
         }
         size_t size() const { return count; }
         void clear() { reset(16); }
+        /* Room for ``n`` keys before the next doubling (an empty map only). */
+        void reserve(size_t n) { size_t cap = 16; while (cap < 2 * n + 2) cap *= 2; if (cap > keys.size()) reset(cap); }
         /* Start loading the slots a lookup of ``k`` reads first (a hint; changes nothing). */
         inline void prefetch(int64_t k) const {
             size_t i = mix((uint64_t)k) & mask;
@@ -159,6 +161,7 @@ cdef extern from *:
         size_t size()
         void clear()
         void prefetch(int64_t k)
+        void reserve(size_t n)
     cdef cppclass GmSeqSet:
         vector[int32_t] data
         vector[int64_t] ptr
@@ -1648,7 +1651,10 @@ cdef class Walker:
                     sub = self.own_tokens(&self.bounds[it.b_off], it.b_len, it.cid)
                 else:
                     key = it.cid * self.nn + it.child
-                    sub = self.memo.get(key)  # see memo_store; -1: not walked yet
+                    if self.is_link(it.child):
+                        sub = -1
+                    else:
+                        sub = self.memo.get(key)  # see memo_store; -1: not walked yet
                     if sub == -1:
                         self.push_frame(key, it.child, it.cid)
                         pushed = True
@@ -1662,7 +1668,8 @@ cdef class Walker:
             if pushed:
                 continue
             acc = self.combine(self.subs, fr.subs_begin)
-            self.memo_store(fr.key, acc)
+            if not self.is_link(<int32_t>(fr.key % self.nn)):
+                self.memo_store(fr.key, acc)
             self.subs.resize(fr.subs_begin)
             self.bounds.resize(fr.bounds_begin)
             self.items.resize(fr.items_begin)
@@ -1677,6 +1684,13 @@ cdef class Walker:
             else:
                 res = self.node_of(acc)
         return res
+
+    cdef inline bint is_link(self, int32_t node) noexcept:
+        """A node that is no token and has one child only links its parent to that child: its
+        results are not memoized (a second visit costs one step to the child, whose result is),
+        which spares the memo a lookup and a store — two cache misses — on the long single-child
+        chains of a large vocabulary's trie."""
+        return self.node_internal[node] < 0 and self.child_ptr[node + 1] - self.child_ptr[node] == 1
 
     # The memo stores a node or nothing as node + 1 (>= 0) and a flat result as itself (<= -2),
     # so that -1 means "absent".
