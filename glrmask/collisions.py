@@ -40,44 +40,94 @@ from .grammar.ir import Grammar
 from .lexer import Lexer
 
 
+def _nullable_and_firsts(grammar: Grammar, nts: set[str], *, lasts: bool = False):
+    """The nullable nonterminals, each nonterminal's FIRST terminals and, ``lasts``, its LAST ones.
+
+    Worklists, not rounds over every rule until nothing changes: a generated grammar has
+    thousands of rules and long chains of nonterminals (a JSON Schema: 11k rules), where the
+    rounds cost a second per call."""
+    rules = grammar.rules
+    # nullable: a rule's count of symbols not known nullable yet; terminals never are
+    left = [len(r.rhs) for r in rules]
+    uses: dict[str, list[int]] = {}
+    nullable: set[str] = set()
+    work: list[str] = []
+    for k, r in enumerate(rules):
+        if any(x not in nts for x in r.rhs):
+            left[k] = -1
+            continue
+        for x in r.rhs:
+            uses.setdefault(x, []).append(k)
+        if not r.rhs and r.lhs not in nullable:
+            nullable.add(r.lhs)
+            work.append(r.lhs)
+    while work:
+        n = work.pop()
+        for k in uses.get(n, ()):
+            left[k] -= 1
+            lhs = rules[k].lhs
+            if left[k] == 0 and lhs not in nullable:
+                nullable.add(lhs)
+                work.append(lhs)
+
+    def closure(ordered) -> dict[str, set[str]]:
+        """Terminals that can come first in each nonterminal (of each right-hand side as
+        ``ordered`` gives it): direct ones, then along "x can come first in lhs" edges."""
+        table: dict[str, set[str]] = {n: set() for n in nts}
+        into: dict[str, set[str]] = {}
+        for r in rules:
+            for x in ordered(r.rhs):
+                if x in nts:
+                    into.setdefault(x, set()).add(r.lhs)
+                else:
+                    table[r.lhs].add(x)
+                if x not in nullable:
+                    break
+        todo = [n for n in nts if table[n]]
+        while todo:
+            n = todo.pop()
+            src = table[n]
+            for lhs in into.get(n, ()):
+                dst = table[lhs]
+                if not src <= dst:
+                    dst |= src
+                    todo.append(lhs)
+        return table
+
+    first = closure(lambda rhs: rhs)
+    last = closure(reversed) if lasts else {n: set() for n in nts}
+    return nullable, first, last
+
+
+def _rests(rhs, nts: set[str], nullable: set[str], first: dict[str, set[str]]) -> list[tuple[set[str], bool]]:
+    """For each position ``i`` of a right-hand side: FIRST of ``rhs[i + 1:]`` and whether it can
+    be empty — built right to left, once per rule (the sets are shared: read them only)."""
+    out: list = [None] * len(rhs)
+    cur: set[str] = set()
+    empty = True
+    for i in range(len(rhs) - 1, -1, -1):
+        out[i] = (cur, empty)
+        x = rhs[i]
+        fx = first[x] if x in nts else {x}
+        if x in nullable:
+            cur = cur | fx
+        else:
+            cur, empty = set(fx), False
+    return out
+
+
 def adjacent_terminal_pairs(grammar: Grammar) -> set[tuple[str, str]]:
     """Pairs (A, B) such that terminal B can directly follow terminal A in some sentence
     (ignored terminals may sit anywhere, so they follow and precede every terminal)."""
     nts = set(grammar.nonterminals)
-    first: dict[str, set[str]] = {n: set() for n in nts}
-    last: dict[str, set[str]] = {n: set() for n in nts}
-    nullable: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for r in grammar.rules:
-            if all(x in nullable for x in r.rhs) and r.lhs not in nullable:
-                nullable.add(r.lhs)
-                changed = True
-            for seq, table in ((r.rhs, first), (tuple(reversed(r.rhs)), last)):
-                for x in seq:
-                    add = {x} if x not in nts else table[x]
-                    if not add <= table[r.lhs]:
-                        table[r.lhs] |= add
-                        changed = True
-                    if x not in nullable:
-                        break
-
-    def firsts(x: str) -> set[str]:
-        return first[x] if x in nts else {x}
-
-    def lasts(x: str) -> set[str]:
-        return last[x] if x in nts else {x}
-
-    pairs: set[tuple[str, str]] = set()
+    nullable, first, last = _nullable_and_firsts(grammar, nts, lasts=True)
+    after: dict[str, set[str]] = {}
     for r in grammar.rules:
-        for i, x in enumerate(r.rhs):
-            for y in r.rhs[i + 1:]:
-                for a in lasts(x):
-                    for b in firsts(y):
-                        pairs.add((a, b))
-                if y not in nullable:
-                    break
+        for x, (rest, _empty) in zip(r.rhs, _rests(r.rhs, nts, nullable, first)):
+            if rest:
+                for a in last[x] if x in nts else (x,):
+                    after.setdefault(a, set()).update(rest)
+    pairs = {(a, b) for a, bs in after.items() for b in bs}
     terms = list(grammar.terminals)
     for ig in grammar.ignore:
         for t in terms:
@@ -345,61 +395,43 @@ def follower_contexts(grammar: Grammar) -> dict[str, set[tuple[frozenset[str], b
     left out of the sets: they may follow anything."""
     nts = set(grammar.nonterminals)
     ignore = frozenset(grammar.ignore)
-    first: dict[str, set[str]] = {n: set() for n in nts}
-    nullable: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for r in grammar.rules:
-            if r.lhs not in nullable and all(x in nullable for x in r.rhs):
-                nullable.add(r.lhs)
-                changed = True
-            for x in r.rhs:
-                add = first[x] if x in nts else {x}
-                if not add <= first[r.lhs]:
-                    first[r.lhs] |= add
-                    changed = True
-                if x not in nullable:
-                    break
-
-    def first_of(seq) -> tuple[set[str], bool]:
-        out: set[str] = set()
-        for x in seq:
-            out |= first[x] if x in nts else {x}
-            if x not in nullable:
-                return out, False
-        return out, True
-
+    nullable, first, _ = _nullable_and_firsts(grammar, nts)
+    rests = [_rests(r.rhs, nts, nullable, first) for r in grammar.rules]
+    # FOLLOW: FIRST of the rest at each place, and FOLLOW(lhs) where the rest can be empty (an
+    # edge lhs -> x, along which "the document may end here" spreads from the start too)
     follow: dict[str, set[str]] = {n: set() for n in nts}
-    ends: set[str] = {grammar.start}
-    changed = True
-    while changed:
-        changed = False
-        for r in grammar.rules:
-            for i, x in enumerate(r.rhs):
-                if x not in nts:
-                    continue
-                f, rest_nullable = first_of(r.rhs[i + 1:])
+    into: dict[str, set[str]] = {}
+    for r, rest in zip(grammar.rules, rests):
+        for x, (f, rest_nullable) in zip(r.rhs, rest):
+            if x in nts:
+                follow[x] |= f
                 if rest_nullable:
-                    f = f | follow[r.lhs]
-                    if r.lhs in ends and x not in ends:
-                        ends.add(x)
-                        changed = True
-                if not f <= follow[x]:
-                    follow[x] |= f
-                    changed = True
+                    into.setdefault(r.lhs, set()).add(x)
+    todo = [n for n in nts if follow[n]]
+    while todo:
+        n = todo.pop()
+        for x in into.get(n, ()):
+            if not follow[n] <= follow[x]:
+                follow[x] |= follow[n]
+                todo.append(x)
+    ends: set[str] = {grammar.start}
+    todo = [grammar.start]
+    while todo:
+        for x in into.get(todo.pop(), ()):
+            if x not in ends:
+                ends.add(x)
+                todo.append(x)
     contexts: dict[str, set[tuple[frozenset[str], bool]]] = {t: set() for t in grammar.terminals}
-    for r in grammar.rules:
-        for i, x in enumerate(r.rhs):
+    for r, rest in zip(grammar.rules, rests):
+        for x, (f, rest_nullable) in zip(r.rhs, rest):
             if x in nts:
                 continue
-            f, rest_nullable = first_of(r.rhs[i + 1:])
             if rest_nullable:
                 f = f | follow[r.lhs]
             contexts.setdefault(x, set()).add((frozenset(f - ignore), rest_nullable and r.lhs in ends))
     gaps = set().union(*contexts.values()) if contexts else set()
-    start_first, start_nullable = first_of((grammar.start,))
-    gaps.add((frozenset(start_first - ignore), start_nullable))
+    start_first = first[grammar.start] if grammar.start in nts else {grammar.start}
+    gaps.add((frozenset(start_first - ignore), grammar.start in nullable))
     for ig in ignore:
         contexts[ig] = set(gaps)
     return contexts
