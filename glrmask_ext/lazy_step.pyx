@@ -14,7 +14,24 @@ call it. Bounds checks and negative indices keep Python's semantics (the directi
 even a bad argument behaves as in the reference, :func:`glrmask.lexer.lexer._python_step`.
 """
 
+cimport cpython.array as carray
+
 from glrmask_ext.lexer_compile import advance as _advance
+from glrmask.lexer import program as _program
+
+cdef int K_CHAR = _program.CHAR
+cdef int K_MID = _program.MID
+cdef int K_SPLIT = _program.SPLIT
+cdef int K_ACCEPT = _program.ACCEPT
+cdef int K_SUBACCEPT = _program.SUBACCEPT
+cdef int K_LOOK = _program.LOOK
+cdef int K_LB = _program.LB
+cdef int K_BOUND = _program.BOUND
+cdef int K_REP_ENTER = _program.REP_ENTER
+cdef int K_REP_CHECK = _program.REP_CHECK
+cdef int _ATOM_TRUE = -1
+cdef int _ATOM_FALSE = -2
+cdef object _NO_FLAGS = frozenset()
 
 cdef int _EMPTY_CS = 0
 cdef int _CS_FAIL = -1
@@ -95,7 +112,7 @@ cdef object _lane_step(object lexer, object prog, list ts_rows, list gid, list t
         cs = ent[1]
         cs2 = cs
         if cs:
-            cs2 = lexer._cs_advance(cs, byte)
+            cs2 = _cs_advance(lexer, cs, byte)
         if cs2 == _CS_FAIL:
             continue
         if pc == -1:
@@ -109,7 +126,7 @@ cdef object _lane_step(object lexer, object prog, list ts_rows, list gid, list t
             continue
         cl = closures.get((nxt, cs2, tr2))
         if cl is None:
-            cl = lexer._closure(nxt, cs2, tr2)
+            cl = _closure(lexer, closures, nxt, cs2, tr2)
         for qe in <tuple?>cl:
             q = qe[0]
             qcs = qe[1]
@@ -300,3 +317,159 @@ def lane_future(lexer, t, ts):
     for x in seen:  # the search was exhaustive: nothing reachable from here has a future
         memo[x] = False
     return False
+
+
+cdef object _closure(object lexer, dict closures, object pc0, object cs0, object trackers):
+    """``Lexer._closure(pc0, cs0, trackers)``: the epsilon closure in ``re``'s priority order
+    (memoized in the lexer's own dict; lookaheads, lookbehinds and boundaries through the
+    lexer's atom and tracker methods, as the Python closure calls them)."""
+    cdef tuple key = (pc0, cs0, trackers)
+    cdef object hit = closures.get(key)
+    if hit is not None:
+        return hit
+    cdef object p = lexer.prog
+    cdef carray.array kind = p.kind
+    cdef carray.array A = p.a
+    cdef carray.array B = p.b
+    cdef carray.array Cc = p.c
+    cdef carray.array D = p.d
+    cdef carray.array T = p.targets
+    cdef list out = []
+    cdef set seen_out = set()
+    cdef set visited = set()
+    cdef list stack = [(pc0, cs0, _NO_FLAGS)]
+    cdef tuple item, o
+    cdef object cs, fl, rep, r, holds
+    cdef int pc, k, first, j, n
+    while stack:
+        item = <tuple?>stack.pop()
+        if item in visited:
+            continue
+        visited.add(item)
+        pc = item[0]
+        cs = item[1]
+        fl = item[2]
+        k = kind.data.as_uchars[pc]
+        if k == K_CHAR or k == K_MID:
+            o = (pc, cs)
+            if o not in seen_out:
+                seen_out.add(o)
+                out.append(o)
+        elif k == K_ACCEPT or k == K_SUBACCEPT:
+            o = (-1, cs)
+            if o not in seen_out:
+                seen_out.add(o)
+                out.append(o)
+        elif k == K_SPLIT:
+            first = A.data.as_ints[pc]
+            n = B.data.as_ints[pc]
+            for j in range(first + n - 1, first - 1, -1):
+                stack.append((T.data.as_ints[j], cs, fl))
+        elif k == K_REP_ENTER:
+            rep = A.data.as_ints[pc]
+            stack.append((B.data.as_ints[pc], cs, fl - {rep} if rep in fl else fl))
+        elif k == K_REP_CHECK:
+            rep = A.data.as_ints[pc]
+            if rep in fl:  # the iteration just finished consumed nothing: take the tail
+                stack.append((Cc.data.as_ints[pc], cs, fl - {rep}))
+            elif D.data.as_ints[pc]:  # greedy: body first
+                stack.append((Cc.data.as_ints[pc], cs, fl))
+                stack.append((B.data.as_ints[pc], cs, fl | {rep}))
+            else:
+                stack.append((B.data.as_ints[pc], cs, fl | {rep}))
+                stack.append((Cc.data.as_ints[pc], cs, fl))
+        elif k == K_LOOK:
+            r = lexer._make_atom(A.data.as_ints[pc], B.data.as_ints[pc], trackers)
+            if r == _ATOM_TRUE:
+                stack.append((Cc.data.as_ints[pc], cs, fl))
+            elif r != _ATOM_FALSE:
+                stack.append((Cc.data.as_ints[pc], lexer._cs_with(cs, r), fl))
+        elif k == K_LB:
+            holds = (<tuple?>(<list?>lexer._trk)[trackers[A.data.as_ints[pc]]])[2]
+            if holds == B.data.as_ints[pc]:
+                stack.append((Cc.data.as_ints[pc], cs, fl))
+        elif k == K_BOUND:
+            holds = (<tuple?>(<list?>lexer._trk)[trackers[A.data.as_ints[pc]]])[2]
+            r = lexer._make_atom(B.data.as_ints[pc], holds != Cc.data.as_ints[pc], None)
+            if r == _ATOM_TRUE:
+                stack.append((D.data.as_ints[pc], cs, fl))
+            elif r != _ATOM_FALSE:
+                stack.append((D.data.as_ints[pc], lexer._cs_with(cs, r), fl))
+        else:
+            raise AssertionError(f"unexpected instruction {k} at pc {pc}")
+    cdef tuple res = tuple(out)
+    closures[key] = res
+    return res
+
+
+def closure(lexer, pc0, cs0, trackers):
+    """``Lexer._closure(pc0, cs0, trackers)``."""
+    return _closure(lexer, lexer._closures, pc0, cs0, trackers)
+
+
+cdef object _cs_advance(object lexer, object cs, object byte):
+    """``Lexer._cs_advance(cs, byte)``: a condition set after one byte (``_CS_FAIL`` when one of
+    its lookaheads failed), memoized in the lexer's dict."""
+    if cs == _EMPTY_CS:
+        return _EMPTY_CS
+    cdef dict memo = lexer._cs_step
+    cdef tuple key = (cs, byte)
+    cdef object hit = memo.get(key)
+    if hit is not None:
+        return hit
+    cdef set out = set()
+    cdef object r
+    for aid in <frozenset?>(<list?>lexer._cs)[cs]:
+        r = _atom_advance(lexer, aid, byte)
+        if r == _ATOM_FALSE:
+            hit = _CS_FAIL
+            break
+        if r != _ATOM_TRUE:
+            out.add(r)
+    if hit is None:
+        hit = lexer._intern_cs(frozenset(out))
+    memo[key] = hit
+    return hit
+
+
+def cs_advance(lexer, cs, byte):
+    """``Lexer._cs_advance(cs, byte)``."""
+    return _cs_advance(lexer, cs, byte)
+
+
+cdef object _atom_advance(object lexer, object aid, object byte):
+    """``Lexer._atom_advance(aid, byte)``: a lookahead's open body paths after one byte."""
+    cdef dict memo = lexer._atom_step
+    cdef tuple key = (aid, byte)
+    cdef object hit = memo.get(key)
+    if hit is not None:
+        return hit
+    cdef tuple atom = <tuple?>(<list?>lexer._atoms)[aid]
+    cdef object positive = atom[0]
+    cdef object trackers = atom[2]
+    cdef object tr2 = None if trackers is None else lexer._trackers_advance(trackers, byte)
+    cdef object prog = lexer.prog
+    cdef dict closures = lexer._closures
+    cdef list out = []
+    cdef tuple path
+    cdef object pc, cs, cs2, nxt
+    for path in <frozenset?>atom[1]:
+        pc = path[0]
+        cs = path[1]
+        cs2 = cs and _cs_advance(lexer, cs, byte)  # (the empty set stays empty)
+        if cs2 == _CS_FAIL:
+            continue
+        if pc == -1:
+            out.append((-1, cs2))
+            continue
+        nxt = _advance(prog, pc, byte)
+        if nxt >= 0:
+            out.extend(<tuple?>_closure(lexer, closures, nxt, cs2, tr2))
+    hit = lexer._resolve_body(positive, out, tr2)
+    memo[key] = hit
+    return hit
+
+
+def atom_advance(lexer, aid, byte):
+    """``Lexer._atom_advance(aid, byte)``."""
+    return _atom_advance(lexer, aid, byte)

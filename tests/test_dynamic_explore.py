@@ -64,9 +64,8 @@ def test_native_exploration_gives_the_python_masks_and_lexer_states(gpt2, monkey
     native = [replay(rec, gpt2) for rec in recs]
     with monkeypatch.context() as m:
         m.setattr(dynamic_module, "_native_explore", None)
-        m.setattr(Lexer, "step", lexer_module._python_step)
-        m.setattr(Lexer, "_lane_step", lexer_module._python_lane_step)
-        m.setattr(Lexer, "_lane_future", lexer_module._python_lane_future)
+        for name, method in lexer_module.PYTHON_STEPPING.items():
+            m.setattr(Lexer, name, method)
         python = [replay(rec, gpt2) for rec in recs]
     for (n_out, n_lex), (p_out, p_lex) in zip(native, python):
         assert n_out == p_out

@@ -83,9 +83,8 @@ def assert_native_like_python(terminals, monkeypatch, texts=(), seed=0, n_random
     native_lexer = Lexer(terminals)
     native = walk(native_lexer, list(texts), seed, n_random)
     with monkeypatch.context() as m:
-        m.setattr(Lexer, "step", lexer_module._python_step)
-        m.setattr(Lexer, "_lane_step", lexer_module._python_lane_step)
-        m.setattr(Lexer, "_lane_future", lexer_module._python_lane_future)
+        for name, method in lexer_module.PYTHON_STEPPING.items():
+            m.setattr(Lexer, name, method)
         python_lexer = Lexer(terminals)
         python = walk(python_lexer, list(texts), seed, n_random)
     assert native == python
@@ -97,9 +96,9 @@ def schema_terminals(schema) -> list[tuple[str, str]]:
     return [(t.name, t.pattern) for t in normalize(g).terminals.values()]
 
 
-def test_the_native_step_is_installed():
-    assert Lexer.step is lexer_module._native_step.step
-    assert Lexer.step is not lexer_module._python_step
+def test_the_native_steps_are_installed():
+    for name, method in lexer_module.PYTHON_STEPPING.items():
+        assert getattr(Lexer, name) is not method
 
 
 @pytest.mark.parametrize("path", GRAMMAR_FILES, ids=lambda p: p.name)
@@ -141,7 +140,7 @@ def test_the_state_budget_ends_both_steps_at_the_same_call(monkeypatch):
 
     native = run()
     with monkeypatch.context() as m:
-        m.setattr(Lexer, "step", lexer_module._python_step)
-        m.setattr(Lexer, "_lane_step", lexer_module._python_lane_step)
+        for name, method in lexer_module.PYTHON_STEPPING.items():
+            m.setattr(Lexer, name, method)
         python = run()
     assert native == python

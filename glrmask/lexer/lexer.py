@@ -1142,20 +1142,24 @@ def scan_with(step, state: int, data: bytes) -> tuple[int, list[tuple[int, int, 
     return state, out
 
 
-_python_step = Lexer.step
-"""The Python :meth:`Lexer.step` (the reference the native one is tested against)."""
-_python_lane_step = Lexer._lane_step
-"""The Python lane step (the reference of the native one)."""
-_python_lane_future = Lexer._lane_future
-"""The Python future search of a lane (the reference of the native one)."""
+PYTHON_STEPPING: dict = {name: getattr(Lexer, name) for name in (
+    "step", "_lane_step", "_lane_future", "_closure", "_cs_advance", "_atom_advance")}
+"""The Python methods ``glrmask_ext.lazy_step`` replaces (the references the native ones are
+tested against: setting them back on :class:`Lexer` gives the pure Python lexer)."""
+_python_step = PYTHON_STEPPING["step"]
+_python_lane_step = PYTHON_STEPPING["_lane_step"]
+_python_lane_future = PYTHON_STEPPING["_lane_future"]
 
 try:
     from glrmask_ext import lazy_step as _native_step
 except ImportError:  # pragma: no cover - the extension is not built: the Python steps
     _native_step = None
 else:
-    # the same algorithm over the same objects (same ids, events and conditions), in C: a cold
-    # dynamic mask spends most of its exploration in these two
+    # the same algorithms over the same objects (same ids, events and conditions), in C: a cold
+    # dynamic mask spends most of its exploration in these
     Lexer.step = _native_step.step  # type: ignore[method-assign]
     Lexer._lane_step = _native_step.lane_step  # type: ignore[method-assign]
     Lexer._lane_future = _native_step.lane_future  # type: ignore[method-assign]
+    Lexer._closure = _native_step.closure  # type: ignore[method-assign]
+    Lexer._cs_advance = _native_step.cs_advance  # type: ignore[method-assign]
+    Lexer._atom_advance = _native_step.atom_advance  # type: ignore[method-assign]
