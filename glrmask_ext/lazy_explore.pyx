@@ -2,15 +2,16 @@
 
 Why. A cold dynamic mask hands its explorer tens of thousands of lexer entries, nine in ten of
 them byte steps; the Python loop around each (unpacking a row, the step, its conditions, the
-setter) cost about as much as the step itself. This loop does the byte steps and condition
-verdicts here, in the order of the rows, exactly as
+setter) cost about as much as the step itself. This loop does the byte steps, live terminals and
+condition verdicts here, in the order of the rows, exactly as
 :meth:`~glrmask.runtime.dynamic.LexerExplorer.explore_one` does them, and hands every other kind
-(live terminals, futures, lexeme starts, condition steps: a few in a hundred) to that method.
+(futures, lexeme starts, condition steps: a few in a hundred) to that method.
 """
 
 from libc.stdint cimport int32_t
 
 DEF M_STEP = 0
+DEF M_ALIVE = 1
 DEF M_COND_INFO = 3
 
 
@@ -29,6 +30,12 @@ def explore_rows(explorer, const int32_t[:, ::1] rows) -> None:
     cdef object set_step_events = nat.set_step_events
     cdef list group_of = explorer._group_of
     cdef list groups = explorer._groups
+    cdef list js = lexer._js
+    cdef dict plain = lexer._plain_terms
+    cdef object set_alive_terms = nat.set_alive_terms
+    cdef list alive, with_future
+    cdef tuple lanes
+    cdef object hit, term, x
     cdef Py_ssize_t i, n = rows.shape[0], done = 0
     cdef int kind, a, b
     cdef tuple res, ev
@@ -49,6 +56,18 @@ def explore_rows(explorer, const int32_t[:, ::1] rows) -> None:
                 set_step_events(a, byte_set, res[0], res[1])
             elif kind == M_COND_INFO:
                 _cond(lexer, nat, a)
+            elif kind == M_ALIVE and a >= 0:
+                # ``explore_one``: the live terminals, and the futures known without a search
+                lanes = <tuple?>js[a]
+                alive = [(<tuple?>x)[0] for x in lanes]
+                with_future = []
+                for term in alive:
+                    hit = plain.get(term)
+                    if hit is None:
+                        hit = lexer.always_has_future(term)
+                    if hit:
+                        with_future.append(term)
+                set_alive_terms(a, alive, with_future)
             else:
                 explorer.explore_one(kind, a, b)
     finally:

@@ -656,6 +656,22 @@ cdef class LazyLexer:
         memcpy(w, &words[0], fw * sizeof(uint64_t))
         glr_store_ptr(&futs[q & (LZ_CHUNK - 1)], w)
 
+    def set_alive_terms(self, int32_t q, list alive, list with_future) -> None:
+        """:meth:`set_alive` from the live terminals' ids, then :meth:`set_future` true for each of
+        ``with_future`` (terminals whose every lane has a future): one call per explored state."""
+        cdef int32_t fw = self.z.fut_words
+        cdef uint64_t[::1] words = np.zeros(fw, dtype=np.uint64)
+        cdef object term
+        cdef int64_t x
+        for term in alive:
+            x = term
+            if x < 0 or x >= 64 * fw:
+                raise ValueError("set_alive_terms: not a terminal of the lexer")
+            words[x >> 6] |= (<uint64_t>1) << (x & 63)
+        self.set_alive(q, words)
+        for term in with_future:
+            self.set_future(q, term, True)
+
     def set_future(self, int32_t q, int32_t term, bint has_future) -> None:
         """Whether terminal ``term`` (alive in ``q``) can still end in a match that counts."""
         cdef uint64_t* w

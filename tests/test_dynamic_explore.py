@@ -82,3 +82,10 @@ def test_byte_groups_name_one_group_per_byte():
     with pytest.raises(ValueError):
         lazy.set_byte_groups(np.zeros(255, dtype=np.int64))
     lazy.set_byte_groups(np.arange(256, dtype=np.int64))
+
+
+def test_live_terminals_outside_the_lexer_are_refused():
+    lazy = LazyLexer(4, 4, 1)
+    with pytest.raises(ValueError):
+        lazy.set_alive_terms(0, [64], [])
+    lazy.set_alive_terms(0, [0, 63], [63])

@@ -107,14 +107,9 @@ class LexerExplorer:
                 self._cond(cond)
             nat.set_step_events(a, self._group_bytes(b), q2, events)
         elif kind == self.M_ALIVE:
-            alive = lexer.alive_terminals(a)
-            words = [0] * self.fut_words
-            for term in alive:
-                words[term >> 6] |= 1 << (term & 63)
-            nat.set_alive(a, np.asarray(words, dtype=np.uint64))
-            for term in alive:  # answered now: no round trip per terminal later
-                if lexer.always_has_future(term):
-                    nat.set_future(a, term, True)
+            alive = sorted(lexer.alive_terminals(a))
+            # the futures known without a search are answered now: no round trip per terminal
+            nat.set_alive_terms(a, alive, [term for term in alive if lexer.always_has_future(term)])
         elif kind == self.M_FUTURE:
             nat.set_future(a, b, lexer.has_future(a, b))
         elif kind == self.M_BOUNDARY:
