@@ -74,8 +74,6 @@ cdef extern from *:
         }
         size_t size() const { return count; }
         void clear() { reset(16); }
-        /* Room for ``n`` keys before the next doubling (an empty map only). */
-        void reserve(size_t n) { size_t cap = 16; while (cap < 2 * n + 2) cap *= 2; if (cap > keys.size()) reset(cap); }
         /* Start loading the slots a lookup of ``k`` reads first (a hint; changes nothing). */
         inline void prefetch(int64_t k) const {
             size_t i = mix((uint64_t)k) & mask;
@@ -161,7 +159,6 @@ cdef extern from *:
         size_t size()
         void clear()
         void prefetch(int64_t k)
-        void reserve(size_t n)
     cdef cppclass GmSeqSet:
         vector[int32_t] data
         vector[int64_t] ptr
@@ -1538,7 +1535,8 @@ cdef class Walker:
                     it.child = c
                     it.lab = lab
                     it.cid = self.canonical(cid2, c)
-                    self.memo.prefetch(it.cid * self.nn + c)
+                    if not self.is_link(c):  # (a plain link is not looked up)
+                        self.memo.prefetch(it.cid * self.nn + c)
                     it.n_pairs = 1
                     it.b_off = 0
                     it.b_len = 0
@@ -1651,7 +1649,7 @@ cdef class Walker:
                     sub = self.own_tokens(&self.bounds[it.b_off], it.b_len, it.cid)
                 else:
                     key = it.cid * self.nn + it.child
-                    if self.is_link(it.child):
+                    if self.plain_link(it.child, it.cid):
                         sub = -1
                     else:
                         sub = self.memo.get(key)  # see memo_store; -1: not walked yet
@@ -1668,7 +1666,7 @@ cdef class Walker:
             if pushed:
                 continue
             acc = self.combine(self.subs, fr.subs_begin)
-            if not self.is_link(<int32_t>(fr.key % self.nn)):
+            if not self.plain_link(<int32_t>(fr.key % self.nn), <int32_t>(fr.key // self.nn)):
                 self.memo_store(fr.key, acc)
             self.subs.resize(fr.subs_begin)
             self.bounds.resize(fr.bounds_begin)
@@ -1686,11 +1684,21 @@ cdef class Walker:
         return res
 
     cdef inline bint is_link(self, int32_t node) noexcept:
-        """A node that is no token and has one child only links its parent to that child: its
-        results are not memoized (a second visit costs one step to the child, whose result is),
-        which spares the memo a lookup and a store — two cache misses — on the long single-child
-        chains of a large vocabulary's trie."""
+        """A node that is no token and has one child: it only links its parent to that child."""
         return self.node_internal[node] < 0 and self.child_ptr[node + 1] - self.child_ptr[node] == 1
+
+    cdef inline bint plain_link(self, int32_t node, int32_t cid) except -1:
+        """A link that branch ``cid`` crosses without branching (its byte steps ``cid`` to one
+        branch at most): its result is not memoized — a second visit costs one step to the child,
+        whose result is — which spares the memo a lookup and a store, two cache misses, on the
+        long single-child chains of a large vocabulary's trie. Only plain links: where a branch
+        splits, the memo is what keeps converging branches from walking a chain once per path
+        (2^n paths through n spaces of ignored whitespace)."""
+        cdef int32_t r
+        if not self.is_link(node):
+            return False
+        r = self.step(cid, self.child_byte[self.child_ptr[node]])
+        return self.results.ptr[r + 1] - self.results.ptr[r] <= 2
 
     # The memo stores a node or nothing as node + 1 (>= 0) and a flat result as itself (<= -2),
     # so that -1 means "absent".

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import glrmask
-from glrmask.compiler.terminal_dwa import TerminalDWA, terminal_labels
+from glrmask.compiler.terminal_dwa import CLOSED, TerminalDWA, terminal_labels
 
 from _maskbench import MASKBENCH, first_schemas
 from conftest import byte_vocab, shipped_tokenizer, tiny_vocab
@@ -80,3 +80,17 @@ _SLOW = {"Github_easy[1]", "Github_easy[2]", "Github_medium[0]"}  # bounded stri
 @pytest.mark.parametrize("name, schema", _small_schemas() if MASKBENCH.is_dir() else [])
 def test_native_equals_python_on_json_schemas(name, schema, qwen3):
     _assert_same(*_both(glrmask.compile_json_schema(schema, qwen3, mode="static")))
+
+
+def test_a_long_token_whose_branches_split_at_every_byte_is_walked_in_linear_steps():
+    # 60 spaces of an ignored WS: after each space the lane goes on inside WS and WS also closes,
+    # and the two branches meet again at the next byte. The token's 59 inner trie nodes have one
+    # child and no token; walked once per path instead of once per (node, branch), they would
+    # take 2^59 steps.
+    grammar = 'start: X+\nX: "x"\nWS: / +/\n%ignore WS'
+    mask = glrmask.compile(grammar, tiny_vocab(["x", " " * 60, "x" + " " * 60]), format="lark")
+    ignored, label_of = terminal_labels(mask.lexer, mask.grammar, mask.table)
+    dwa = TerminalDWA.build(mask.lexer, mask.trie, ignored=ignored, label_of=label_of, max_walk_steps=5_000)
+    assert dwa.stats["walk_steps"] < 5_000
+    spaces = mask.trie.orig_to_internal[1]
+    assert dwa.token_outcomes(mask.lexer.initial, int(spaces)) == frozenset({((), CLOSED)})
