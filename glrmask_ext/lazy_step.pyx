@@ -32,6 +32,7 @@ cdef int K_REP_CHECK = _program.REP_CHECK
 cdef int _ATOM_TRUE = -1
 cdef int _ATOM_FALSE = -2
 cdef object _NO_FLAGS = frozenset()
+cdef object _ONE = 1
 
 cdef int _EMPTY_CS = 0
 cdef int _CS_FAIL = -1
@@ -281,7 +282,7 @@ def lane_future(lexer, t, ts):
                         seen.add(y)
                         succ.append(y)
             else:
-                mask = lexer._entries_groups(t, (<tuple?>lanes[x])[0])
+                mask = _entries_groups(lexer, t, (<tuple?>lanes[x])[0])
                 for g in range(ng):
                     if not (mask >> g) & 1:
                         continue
@@ -473,3 +474,115 @@ cdef object _atom_advance(object lexer, object aid, object byte):
 def atom_advance(lexer, aid, byte):
     """``Lexer._atom_advance(aid, byte)``."""
     return _atom_advance(lexer, aid, byte)
+
+
+cdef object _entries_groups(object lexer, int t, tuple entries):
+    """``Lexer._entries_groups(t, entries)``: the bitmask of terminal ``t``'s byte groups on which
+    a lane holding ``entries`` can survive or report (per-pc masks memoized in the lexer)."""
+    cdef dict memo = <dict?>(<list?>lexer._pc_groups)[t]
+    cdef object mask = 0, m
+    cdef tuple ent
+    for ent in entries:
+        pc = ent[0]
+        if pc < 0:
+            return (_ONE << len(<tuple?>(<list?>lexer._grep)[t])) - 1  # (a Python int: 256 groups at most)
+        m = memo.get(pc)
+        if m is None:
+            m = lexer._pc_group_mask(t, pc)
+            memo[pc] = m
+        mask |= m
+    return mask
+
+
+def entries_groups(lexer, t, entries):
+    """``Lexer._entries_groups(t, entries)``."""
+    return _entries_groups(lexer, t, entries)
+
+
+cdef list _lane_live(object lexer, int t, int ts):
+    """``Lexer._lane_live(t, ts)``: the lane's transitions that matter, ``(groups, lane state',
+    events)`` per set of byte groups it steps alike, each set stepped once on its first group."""
+    cdef list live = <list?>(<list?>lexer._ts_live)[t]
+    cdef object hit = live[ts]
+    if hit is not None:
+        return <list?>hit
+    cdef list out = []
+    cdef tuple lane = <tuple?>(<list?>(<list?>lexer._ts)[t])[ts]
+    cdef tuple entries = <tuple?>lane[0]
+    cdef object trackers = lane[1]
+    cdef list ts_rows = lexer._ts_rows
+    cdef list memo = <list?>(<list?>ts_rows[t])[ts]
+    cdef tuple grep = <tuple?>(<list?>lexer._grep)[t]
+    cdef object mask = _entries_groups(lexer, t, entries)
+    cdef object sets
+    if not mask & (mask - 1):  # ``_read_groups``: none, or one group
+        sets = [(mask.bit_length() - 1,)] if mask else []
+    else:
+        sets = lexer._read_groups(t, entries, trackers)
+    cdef object prog = lexer.prog
+    cdef list gid = lexer._gid
+    cdef list ts_lanes = lexer._ts
+    cdef list ts_ids = lexer._ts_ids
+    cdef dict closures = lexer._closures
+    cdef dict cond_ids = lexer._cond_ids
+    cdef list css = lexer._cs
+    cdef tuple gs, res
+    cdef Py_ssize_t j
+    for gs in sets:
+        res = <tuple?>_lane_step(lexer, prog, ts_rows, gid, ts_lanes, ts_ids, closures, cond_ids, css,
+                                 t, ts, grep[gs[0]])
+        for j in range(1, len(gs)):
+            memo[gs[j]] = res
+        if <int>res[0] >= 0 or res[1]:
+            out.append((gs, res[0], res[1]))
+    live[ts] = out
+    return out
+
+
+def lane_live(lexer, t, ts):
+    """``Lexer._lane_live(t, ts)``."""
+    return _lane_live(lexer, t, ts)
+
+
+def row(lexer, state):
+    """``Lexer.row(state)``: ``(class of each byte, result of each class)``, every class's
+    result from the live lanes' transitions that matter (the Python row, statement by statement)."""
+    if state < 0:  # DEAD (the initial state of a lexer without terminals) stays DEAD
+        return [0] * 256, [(-1, ())]
+    cls_reps = lexer.byte_classes(state)
+    cdef tuple reps = <tuple?>cls_reps[1]
+    cdef list row = <list?>(<list?>lexer._js_rows)[state]
+    cdef Py_ssize_t k, n = len(reps), i = 0
+    for k in range(n):
+        if row[k] is None:
+            break
+    else:
+        return cls_reps[0], row
+    cdef tuple lanes = <tuple?>(<list?>lexer._js)[state]
+    cdef list spread = lexer._spread(tuple([(<tuple?>x)[0] for x in lanes]))
+    cdef list nxt = [[] for _ in range(n)]
+    cdef list evs = [[] for _ in range(n)]
+    cdef list to_classes, targets
+    cdef tuple pair, item, gs, ev, lane_ts
+    cdef object ts2
+    cdef int t
+    for pair in lanes:
+        t = pair[0]
+        to_classes = <list?>spread[i]
+        i += 1
+        for item in _lane_live(lexer, t, pair[1]):
+            gs = <tuple?>item[0]
+            ts2 = item[1]
+            ev = <tuple?>item[2]
+            lane_ts = (t, ts2)
+            for g in gs:
+                for kk in <list?>to_classes[g]:
+                    if ts2 >= 0:
+                        (<list?>nxt[kk]).append(lane_ts)
+                    if ev:
+                        (<list?>evs[kk]).extend(ev)
+    for k in range(n):
+        if row[k] is None:
+            row[k] = (_intern_joint(lexer, tuple(<list?>nxt[k])), tuple(<list?>evs[k]))
+            _transition_added(lexer)
+    return cls_reps[0], row

@@ -1,9 +1,11 @@
-"""The native lazy-lexer step (``glrmask_ext.lazy_step``: :meth:`Lexer.step` and the lane step in
-C over the lexer's own tables) is the Python step: the same calls, in the same order, give the
+"""The native lazy-lexer step (``glrmask_ext.lazy_step``: :meth:`Lexer.step`, :meth:`Lexer.row`
+and the lane steps, closures and lookaheads under them, in C over the lexer's own tables) is the
+Python step: the same calls, in the same order, give the
 same states, events and conditions, and leave the lexer with the same interned states — on
 random walks over the shipped grammars, JSON Schema lexers replaying their documents, and
 terminals full of lookarounds, lookbehinds and word boundaries; with ``row``, futures and
-condition steps interleaved (they share the lane memos), and with the same budget errors."""
+condition steps interleaved (they share the lane memos), with the same budget errors; and the
+dense export (every state's row) is the same array for array."""
 from __future__ import annotations
 
 import json
@@ -18,6 +20,7 @@ from glrmask.grammar.normalize import normalize
 from glrmask.json_schema import lower_json_schema_ir
 from glrmask.lexer import Lexer
 from glrmask.lexer import lexer as lexer_module
+from glrmask.lexer.dfa import LexerDFA
 
 ROOT = Path(__file__).resolve().parents[1]
 GRAMMAR_FILES = sorted((ROOT / "grammars").glob("*.lark"))
@@ -143,4 +146,26 @@ def test_the_state_budget_ends_both_steps_at_the_same_call(monkeypatch):
         for name, method in lexer_module.PYTHON_STEPPING.items():
             m.setattr(Lexer, name, method)
         python = run()
+    assert native == python
+
+
+def test_dense_exports_are_the_same_with_the_native_steps(monkeypatch):
+    lexers = [[(t.name, t.pattern) for t in normalize(load_grammar(str(p))).terminals.values()]
+              for p in GRAMMAR_FILES]
+    for line in SAMPLE.read_text(encoding="utf-8").splitlines()[:6]:
+        try:
+            lexers.append(schema_terminals(json.loads(line)["schema"]))
+        except GlrmaskError:
+            continue
+
+    def export(terminals) -> dict:
+        lexer = Lexer(terminals)
+        arrays = LexerDFA.explore(lexer).arrays()
+        return {name: arr.tobytes() for name, arr in arrays.items()}, interned(lexer)
+
+    native = [export(t) for t in lexers]
+    with monkeypatch.context() as m:
+        for name, method in lexer_module.PYTHON_STEPPING.items():
+            m.setattr(Lexer, name, method)
+        python = [export(t) for t in lexers]
     assert native == python

@@ -1143,7 +1143,8 @@ def scan_with(step, state: int, data: bytes) -> tuple[int, list[tuple[int, int, 
 
 
 PYTHON_STEPPING: dict = {name: getattr(Lexer, name) for name in (
-    "step", "_lane_step", "_lane_future", "_closure", "_cs_advance", "_atom_advance")}
+    "step", "row", "_lane_step", "_lane_live", "_entries_groups", "_lane_future", "_closure", "_cs_advance",
+    "_atom_advance")}
 """The Python methods ``glrmask_ext.lazy_step`` replaces (the references the native ones are
 tested against: setting them back on :class:`Lexer` gives the pure Python lexer)."""
 _python_step = PYTHON_STEPPING["step"]
@@ -1156,9 +1157,12 @@ except ImportError:  # pragma: no cover - the extension is not built: the Python
     _native_step = None
 else:
     # the same algorithms over the same objects (same ids, events and conditions), in C: a cold
-    # dynamic mask spends most of its exploration in these
+    # dynamic mask spends most of its exploration in these, the dense export in ``row``
     Lexer.step = _native_step.step  # type: ignore[method-assign]
+    Lexer.row = _native_step.row  # type: ignore[method-assign]
     Lexer._lane_step = _native_step.lane_step  # type: ignore[method-assign]
+    Lexer._lane_live = _native_step.lane_live  # type: ignore[method-assign]
+    Lexer._entries_groups = _native_step.entries_groups  # type: ignore[method-assign]
     Lexer._lane_future = _native_step.lane_future  # type: ignore[method-assign]
     Lexer._closure = _native_step.closure  # type: ignore[method-assign]
     Lexer._cs_advance = _native_step.cs_advance  # type: ignore[method-assign]
