@@ -11,9 +11,11 @@ module docstring), so most masks walk no trie at all.
 
 The lexer is explored on demand. Native steps read lexer rows from
 :class:`glrmask_ext.runtime.LazyLexer`; an entry not explored yet makes the step report what it
-missed, :meth:`LexerExplorer.explore` computes those entries with the Python lazy lexer (under
-one lock per mask, held only while exploring — the requests' own steps never take it) and the
-step runs again. Exploration is monotone, so after the first masks of a grammar nearly every step
+missed, :meth:`LexerExplorer.explore` computes those entries with the lazy lexer (under one
+lock per mask, held only while exploring — the requests' own steps never take it) and the step
+runs again. The native side hands over each missing entry once, and the lexer's hot steps and
+the explore loop run in C (``glrmask_ext.lazy_step``, ``glrmask_ext.lazy_explore``: the same
+algorithms over the same Python tables, so the same states and masks). Exploration is monotone, so after the first masks of a grammar nearly every step
 is native end to end.
 """
 from __future__ import annotations
@@ -26,12 +28,12 @@ import numpy as np
 from glrmask_ext.runtime import LazyLexer
 
 from .engine import trie_arrays
+from .tables import build_tables, dynamic_arrays
 
 try:
     from glrmask_ext import lazy_explore as _native_explore
 except ImportError:  # pragma: no cover - the extension is not built: the loop in Python
     _native_explore = None
-from .tables import build_tables, dynamic_arrays
 
 __all__ = ["DEFAULT_MEMO_MB", "DEFAULT_STEP_TRANSITIONS", "DynamicEngine", "LexerExplorer"]
 
@@ -76,7 +78,6 @@ class LexerExplorer:
         """Compute the entries ``missing`` names (``(kind, a, b)`` rows; see ``Tables.attach_dynamic``),
         each once (the native side drops repeats, byte steps per byte group: :meth:`LazyLexer.set_byte_groups`);
         ``first``: the first call of one operation (its fuel starts again)."""
-        lexer, nat = self.lexer, self.native
         if first:
             self._spent.n = 0
         spent = getattr(self._spent, "n", 0) + len(missing)
