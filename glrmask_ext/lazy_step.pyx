@@ -39,6 +39,53 @@ cdef int _CS_FAIL = -1
 cdef int _FALSE = 1
 
 
+cdef class _Tables:
+    """The lexer's tables the steps read (its lists and dicts are created once, in
+    ``Lexer.__init__``, and only grow), fetched once per lexer instead of ~20 attribute
+    lookups per step; held for the lexer stepped last, dropped when it goes."""
+    cdef object ref  # weak reference to the lexer
+    cdef object prog
+    cdef list ts_rows, gid, ts, ts_ids, cs, js_rows, js_cls, js, grep, ts_live
+    cdef dict closures, cond_ids, js_ids, parts
+
+
+cdef _Tables _last = None  # the tables of the lexer stepped last (one lexer explores at a time)
+
+
+def _forget(ref) -> None:
+    """The lexer of the cached tables is gone: drop them (they hold its memos)."""
+    global _last
+    if _last is not None and _last.ref is ref:
+        _last = None
+
+
+cdef _Tables _tables(object lexer):
+    global _last
+    cdef _Tables z = _last
+    if z is not None and z.ref() is lexer:
+        return z
+    import weakref
+    z = _Tables.__new__(_Tables)
+    z.ref = weakref.ref(lexer, _forget)
+    z.prog = lexer.prog
+    z.ts_rows = lexer._ts_rows
+    z.gid = lexer._gid
+    z.ts = lexer._ts
+    z.ts_ids = lexer._ts_ids
+    z.cs = lexer._cs
+    z.js_rows = lexer._js_rows
+    z.js_cls = lexer._js_cls
+    z.js = lexer._js
+    z.grep = lexer._grep
+    z.ts_live = lexer._ts_live
+    z.closures = lexer._closures
+    z.cond_ids = lexer._cond_ids
+    z.js_ids = lexer._js_ids
+    z.parts = lexer._parts
+    _last = z
+    return z
+
+
 cdef inline void _transition_added(object lexer) except *:
     """``Lexer._transition_added``: the count, and the budget check every 1024 (in Python)."""
     cdef long n = lexer._n_trans
@@ -48,7 +95,7 @@ cdef inline void _transition_added(object lexer) except *:
         lexer._transition_added()
 
 
-cdef object _intern_lane(object lexer, list ts_lanes, list ts_rows, dict ids, int t, tuple entries):
+cdef object _intern_lane(object lexer, _Tables z, dict ids, int t, tuple entries):
     """``Lexer._intern_lane(t, entries, None)`` for non-empty ``entries`` (the budget's message,
     and its error, from the Python method)."""
     cdef tuple key = (entries, None)
@@ -59,43 +106,46 @@ cdef object _intern_lane(object lexer, list ts_lanes, list ts_rows, dict ids, in
     if total >= <long>lexer.max_states:
         return lexer._intern_lane(t, entries, None)  # raises GrammarTooComplex
     lexer._ts_total = total + 1
-    cdef list lanes = <list?>ts_lanes[t]
+    cdef list lanes = <list?>z.ts[t]
     sid = len(lanes)
     lanes.append(key)
-    (<list?>ts_rows[t]).append([None] * len(<tuple?>(<list?>lexer._grep)[t]))
-    (<list?>(<list?>lexer._ts_live)[t]).append(None)
+    (<list?>z.ts_rows[t]).append([None] * len(<tuple?>z.grep[t]))
+    (<list?>z.ts_live[t]).append(None)
     ids[key] = sid
     return sid
 
 
-cdef object _intern_joint(object lexer, tuple lanes):
+cdef object _intern_joint(object lexer, _Tables z, tuple lanes):
     """``Lexer._intern_joint(lanes)``."""
     if not lanes:
         return -1
-    cdef dict ids = lexer._js_ids
+    cdef dict ids = z.js_ids
     cdef object sid = ids.get(lanes)
     if sid is not None:
         return sid
-    cdef list js = lexer._js
+    cdef list js = z.js
     cdef Py_ssize_t n = len(js)
     if n >= <long>lexer.max_states:
         return lexer._intern_joint(lanes)  # raises GrammarTooComplex
     js.append(lanes)
     ids[lanes] = n
-    (<list?>lexer._js_cls).append(None)
-    (<list?>lexer._js_rows).append(None)
+    z.js_cls.append(None)
+    z.js_rows.append(None)
     return n
 
 
-cdef object _lane_step(object lexer, object prog, list ts_rows, list gid, list ts_lanes, list ts_ids,
-                       dict closures, dict cond_ids, list sets, int t, int ts, int byte):
+cdef object _lane_step(object lexer, _Tables z, int t, int ts, int byte):
     """``Lexer._lane_step(t, ts, byte)`` (see its code: this is it, statement by statement)."""
-    cdef list memo = <list?>(<list?>ts_rows[t])[ts]
-    cdef int g = (<tuple?>gid[t])[byte]
+    cdef list memo = <list?>(<list?>z.ts_rows[t])[ts]
+    cdef int g = (<tuple?>z.gid[t])[byte]
     cdef object hit = memo[g]
     if hit is not None:
         return hit
-    cdef tuple lane = <tuple?>(<list?>ts_lanes[t])[ts]
+    cdef object prog = z.prog
+    cdef dict closures = z.closures
+    cdef dict cond_ids = z.cond_ids
+    cdef list sets = z.cs
+    cdef tuple lane = <tuple?>(<list?>z.ts[t])[ts]
     cdef tuple entries = <tuple?>lane[0]
     cdef object trackers = lane[1]
     cdef object tr2 = None if trackers is None else lexer._trackers_advance(trackers, byte)
@@ -167,7 +217,7 @@ cdef object _lane_step(object lexer, object prog, list ts_rows, list gid, list t
             break
     cdef tuple new_t = tuple(new)
     if tr2 is None:
-        sid = _intern_lane(lexer, ts_lanes, ts_rows, <dict?>ts_ids[t], t, new_t) if new_t else -1
+        sid = _intern_lane(lexer, z, <dict?>z.ts_ids[t], t, new_t) if new_t else -1
     else:
         sid = lexer._intern_lane(t, new_t, lexer._canon_trackers(tr2, new))
     cdef tuple res = (sid, tuple(events))
@@ -178,22 +228,22 @@ cdef object _lane_step(object lexer, object prog, list ts_rows, list gid, list t
 
 def lane_step(lexer, t, ts, byte):
     """``Lexer._lane_step(t, ts, byte)``: one terminal's lane state after a byte, and its events."""
-    return _lane_step(lexer, lexer.prog, lexer._ts_rows, lexer._gid, lexer._ts, lexer._ts_ids, lexer._closures,
-                      lexer._cond_ids, lexer._cs, t, ts, byte)
+    return _lane_step(lexer, _tables(lexer), t, ts, byte)
 
 
 def step(lexer, state, byte):
     """``Lexer.step(state, byte)``: ``(next state or DEAD, events)`` (the lexer's own memo rows,
     filled as the Python step fills them)."""
-    cdef list js_rows = lexer._js_rows
-    cdef list js_cls = lexer._js_cls
+    cdef _Tables z = _tables(lexer)
+    cdef list js_rows = z.js_rows
+    cdef list js_cls = z.js_cls
     if state < 0:
         return -1, ()
     cdef object row = js_rows[state]
-    cdef tuple lanes_in = <tuple?>lexer._js[state]
+    cdef tuple lanes_in = <tuple?>z.js[state]
     if row is None:  # ``Lexer._partition(state)``: the classes of the state's live terminals
         terms = tuple([(<tuple?>x)[0] for x in lanes_in])
-        cls_reps = (<dict?>lexer._parts).get(terms)
+        cls_reps = z.parts.get(terms)
         if cls_reps is None:
             cls_reps = lexer._partition_of(terms)
         row = js_rows[state] = [None] * len(<tuple?>cls_reps[1])
@@ -203,27 +253,18 @@ def step(lexer, state, byte):
     if hit is not None:
         return hit
     cdef int b = byte
-    cdef object prog = lexer.prog
-    cdef list ts_rows = lexer._ts_rows
-    cdef list gid = lexer._gid
-    cdef list ts_lanes = lexer._ts
-    cdef list ts_ids = lexer._ts_ids
-    cdef dict closures = lexer._closures
-    cdef dict cond_ids = lexer._cond_ids
-    cdef list sets = lexer._cs
     cdef list nxt = []
     cdef list events = []
     cdef tuple lane_res
     cdef int t, ts2
     for pair in lanes_in:
         t = (<tuple?>pair)[0]
-        lane_res = <tuple?>_lane_step(lexer, prog, ts_rows, gid, ts_lanes, ts_ids, closures, cond_ids, sets,
-                                     t, (<tuple?>pair)[1], b)
+        lane_res = <tuple?>_lane_step(lexer, z, t, (<tuple?>pair)[1], b)
         ts2 = lane_res[0]
         if ts2 >= 0:
             nxt.append((t, ts2))
         events.extend(<tuple?>lane_res[1])
-    cdef tuple res = (_intern_joint(lexer, tuple(nxt)), tuple(events))
+    cdef tuple res = (_intern_joint(lexer, z, tuple(nxt)), tuple(events))
     (<list?>row)[k] = res
     _transition_added(lexer)
     return res
@@ -240,16 +281,9 @@ def lane_future(lexer, t, ts):
     cdef object hit = memo.get(ts)
     if hit is not None:
         return hit
-    cdef object prog = lexer.prog
-    cdef list ts_rows = lexer._ts_rows
-    cdef list gid = lexer._gid
-    cdef list ts_lanes = lexer._ts
-    cdef list ts_ids = lexer._ts_ids
-    cdef dict closures = lexer._closures
-    cdef dict cond_ids = lexer._cond_ids
-    cdef list sets = lexer._cs
-    cdef list live = <list?>(<list?>lexer._ts_live)[t]
-    cdef list lanes = <list?>ts_lanes[t]
+    cdef _Tables z = _tables(lexer)
+    cdef list live = <list?>z.ts_live[t]
+    cdef list lanes = <list?>z.ts[t]
     cdef tuple groups = <tuple?>(<list?>lexer._grep)[t]
     cdef set seen = {ts}
     cdef list path = []
@@ -286,8 +320,7 @@ def lane_future(lexer, t, ts):
                 for g in range(ng):
                     if not (mask >> g) & 1:
                         continue
-                    res = <tuple?>_lane_step(lexer, prog, ts_rows, gid, ts_lanes, ts_ids, closures, cond_ids,
-                                             sets, t, x, groups[g])
+                    res = <tuple?>_lane_step(lexer, z, t, x, groups[g])
                     y = res[0]
                     for c in <tuple?>res[1]:
                         ci = (<tuple?>c)[1]
@@ -519,18 +552,11 @@ cdef list _lane_live(object lexer, int t, int ts):
         sets = [(mask.bit_length() - 1,)] if mask else []
     else:
         sets = lexer._read_groups(t, entries, trackers)
-    cdef object prog = lexer.prog
-    cdef list gid = lexer._gid
-    cdef list ts_lanes = lexer._ts
-    cdef list ts_ids = lexer._ts_ids
-    cdef dict closures = lexer._closures
-    cdef dict cond_ids = lexer._cond_ids
-    cdef list css = lexer._cs
+    cdef _Tables z = _tables(lexer)
     cdef tuple gs, res
     cdef Py_ssize_t j
     for gs in sets:
-        res = <tuple?>_lane_step(lexer, prog, ts_rows, gid, ts_lanes, ts_ids, closures, cond_ids, css,
-                                 t, ts, grep[gs[0]])
+        res = <tuple?>_lane_step(lexer, z, t, ts, grep[gs[0]])
         for j in range(1, len(gs)):
             memo[gs[j]] = res
         if <int>res[0] >= 0 or res[1]:
@@ -583,6 +609,6 @@ def row(lexer, state):
                         (<list?>evs[kk]).extend(ev)
     for k in range(n):
         if row[k] is None:
-            row[k] = (_intern_joint(lexer, tuple(<list?>nxt[k])), tuple(<list?>evs[k]))
+            row[k] = (_intern_joint(lexer, _tables(lexer), tuple(<list?>nxt[k])), tuple(<list?>evs[k]))
             _transition_added(lexer)
     return cls_reps[0], row

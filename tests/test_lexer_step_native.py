@@ -8,8 +8,10 @@ condition steps interleaved (they share the lane memos), with the same budget er
 dense export (every state's row) is the same array for array."""
 from __future__ import annotations
 
+import gc
 import json
 import random
+import weakref
 from pathlib import Path
 
 import pytest
@@ -169,3 +171,28 @@ def test_dense_exports_are_the_same_with_the_native_steps(monkeypatch):
             m.setattr(Lexer, name, method)
         python = [export(t) for t in lexers]
     assert native == python
+
+
+def test_lexers_stepped_in_turn_step_as_each_one_alone():
+    a_terms, b_terms = LOOKAROUNDS, [("NUM", r"[0-9]+"), ("WORD", r"[a-z]+"), ("STR", r'"[^"]*"')]
+    text = b'"name" 12 ab "x" abbbc qa'
+    alone = [Lexer(a_terms).scan(0, text), Lexer(b_terms).scan(0, text)]
+    a, b = Lexer(a_terms), Lexer(b_terms)
+    sa, sb, ea, eb = a.initial, b.initial, [], []
+    for i, byte in enumerate(text):
+        if sa >= 0:
+            sa, ev = a.step(sa, byte)
+            ea.extend((i + 1, t, c) for t, c in ev)
+        if sb >= 0:
+            sb, ev = b.step(sb, byte)
+            eb.extend((i + 1, t, c) for t, c in ev)
+    assert [(sa, ea), (sb, eb)] == alone
+
+
+def test_a_stepped_lexer_is_freed_with_its_tables():
+    lexer = Lexer(LOOKAROUNDS)
+    lexer.scan(lexer.initial, b'"name" 12 ab')
+    program = weakref.ref(lexer.prog)
+    del lexer
+    gc.collect()
+    assert program() is None
