@@ -879,8 +879,7 @@ cdef class Walker:
             self.relevant[<int>t >> 6] |= (<uint64_t>1) << (<int>t & 63)
         self.alive.assign(self.trans.shape[0], -1)
         if classes is not None:
-            levels = [np.asarray(classes.level(h), dtype=np.int32) for h in range(classes.n_levels)]
-            self.reps = np.ascontiguousarray(np.stack(levels), dtype=np.int32)
+            self.reps = classes.levels_array()
             self.stable_from = classes.stable_from
         else:
             self.reps = np.zeros((1, 1), dtype=np.int32)

@@ -101,6 +101,12 @@ class BoundedClasses:
         self.stable_from: int = len(self._reps) - 1
         """Levels from this one on are all equal (the last one computed)."""
 
+    def levels_array(self) -> np.ndarray:
+        """``int32[n_levels, n_states]``: row ``h`` is :meth:`level` ``(h)`` (for native walks)."""
+        if not self._reps:
+            return np.zeros((0, self.n_states), dtype=np.int32)
+        return np.ascontiguousarray(np.stack([np.asarray(r, dtype=np.int32) for r in self._reps]))
+
     def level(self, h: int) -> list[int]:
         """``rep(q, h)`` for every state ``q``, as a list indexed by ``q``."""
         return self._reps[min(h, self.stable_from)].tolist()
