@@ -126,24 +126,70 @@ def event_keys(const int64_t[::1] ev_ptr, const int32_t[::1] ev_term, const int3
 def byte_groups(const int32_t[:, ::1] trans, const int64_t[:, ::1] ev, const int32_t[:, ::1] ctrans):
     """The bytes every state steps alike (same target in ``trans``, same event key in ``ev``) and
     every condition too (same successor in ``ctrans``), as groups ordered by their smallest byte,
-    each ascending."""
-    cdef int64_t n = trans.shape[0], m = ctrans.shape[0], b, s, width = 2 * n + m
-    cdef vector[int64_t] rows
+    each ascending. Everything is read row by row, in memory order: the 256 column hashes are
+    folded a row at a time, each byte's column is then checked against the first byte of equal
+    hash in one more pass over the rows, and a byte whose check fails (a hash collision) is
+    compared with every group's first byte."""
+    cdef int64_t n = trans.shape[0], m = ctrans.shape[0], b, s, r
+    cdef uint64_t h[256]
     cdef int32_t label[256]
-    rows.resize(256 * width)
+    cdef int32_t cand[256]   # the first byte with b's hash (b itself when none comes before)
+    cdef char ok[256]        # b's column equals cand[b]'s
+    cdef int32_t first[256]  # the first byte of each group
+    cdef int32_t n_groups = 0, g
+    cdef bint same
     with nogil:
+        for b in range(256):
+            h[b] = 0x9e3779b97f4a7c15ULL
         for s in range(n):
             for b in range(256):
-                rows[b * width + s] = trans[s, b]
-                rows[b * width + n + s] = ev[s, b]
+                h[b] = sc_mix(h[b], <uint64_t>trans[s, b])
+        for s in range(n):
+            for b in range(256):
+                h[b] = sc_mix(h[b], <uint64_t>ev[s, b])
         for s in range(m):
             for b in range(256):
-                rows[b * width + 2 * n + s] = ctrans[s, b]
-        _group_rows(rows.data(), 256, width, label)
-    groups: list = []
+                h[b] = sc_mix(h[b], <uint64_t>ctrans[s, b])
+        for b in range(256):
+            cand[b] = <int32_t>b
+            ok[b] = 1
+            for r in range(b):
+                if cand[r] == r and h[r] == h[b]:
+                    cand[b] = <int32_t>r
+                    break
+        for s in range(n):
+            for b in range(256):
+                if trans[s, b] != trans[s, cand[b]] or ev[s, b] != ev[s, cand[b]]:
+                    ok[b] = 0
+        for s in range(m):
+            for b in range(256):
+                if ctrans[s, b] != ctrans[s, cand[b]]:
+                    ok[b] = 0
+        for b in range(256):
+            label[b] = -1
+            if cand[b] != b and ok[b] and label[cand[b]] >= 0 and first[label[cand[b]]] == cand[b]:
+                label[b] = label[cand[b]]
+                continue
+            for g in range(n_groups):  # (a collision: exact comparisons)
+                r = first[g]
+                same = True
+                s = 0
+                while same and s < n:
+                    same = trans[s, b] == trans[s, r] and ev[s, b] == ev[s, r]
+                    s += 1
+                s = 0
+                while same and s < m:
+                    same = ctrans[s, b] == ctrans[s, r]
+                    s += 1
+                if same:
+                    label[b] = g
+                    break
+            if label[b] < 0:
+                first[n_groups] = <int32_t>b
+                label[b] = n_groups
+                n_groups += 1
+    groups: list = [[] for _ in range(n_groups)]
     for b in range(256):
-        if label[b] == len(groups):
-            groups.append([])
         groups[label[b]].append(<int>b)
     return tuple(tuple(g) for g in groups)
 
