@@ -167,6 +167,43 @@ cdef inline void iv_free(IVec* v) noexcept nogil:
 
 
 # ------------------------------------------------------------------------------------ tables
+ctypedef struct SeqTab:
+    # seqs (terminal sequences fed since a frontier node) interned as a trie: (parent, term) -> id
+    IVec parent
+    IVec term
+    int64_t* keys
+    int32_t* vals
+    Py_ssize_t cap
+    Py_ssize_t count
+    # the lexer terminals a lexeme may hold after a seq (fut_words words; NULL: any): after the
+    # empty seq ``root_allow``, after one ending in LR terminal ``a`` ``follow + a * fut_words``
+    const uint64_t* root_allow
+    const uint64_t* follow
+
+
+ctypedef struct ClassBuild:
+    # a memo's frontier classes while they are built: what the frontiers walked so far found
+    # (kept across rounds: a frontier whose walk met a lexer entry not explored yet is walked
+    # again in the next round, the others are done)
+    SeqTab S
+    IVec data              # the classes' snapshots
+    IVec offs              # n_cls + 1 offsets into data
+    IVec pairs             # (class, token id) of the finished frontiers
+    IVec pend              # frontiers (indices into fr_node) still to walk
+    int32_t* slots         # hash table over the classes
+    Py_ssize_t n_slots
+    Py_ssize_t n_cls
+
+
+cdef void _cls_free(void* p) noexcept nogil:
+    cdef ClassBuild* cb = <ClassBuild*>p
+    if cb != NULL:
+        iv_free(&cb.S.parent); iv_free(&cb.S.term); free(cb.S.keys); free(cb.S.vals)
+        iv_free(&cb.data); iv_free(&cb.offs); iv_free(&cb.pairs); iv_free(&cb.pend)
+        free(cb.slots)
+        free(cb)
+
+
 ctypedef struct LexMemo:
     # what the vocabulary does from one lane — lexer state ``q``, pending condition ``cond``
     # (-1: none) — whatever its parser stacks beyond ``rbits``: the terminals alive in ``q`` the
@@ -208,6 +245,7 @@ ctypedef struct LexMemo:
     IVec b_pairs           # (end state, token id)
     IVec b_front           # (node, state)
     IVec b_pend            # (node, state before its byte): subtrees left for the next round
+    void* b_cls            # the frontier classes being built (a ClassBuild; NULL before and after)
 
 
 cdef void _memo_free(LexMemo* m) noexcept nogil:
@@ -217,21 +255,8 @@ cdef void _memo_free(LexMemo* m) noexcept nogil:
         free(m.c_off); free(m.c_data); free(m.c_tptr); free(m.c_ids); free(m.c_row); free(m.c_rows)
         free(m.s_parent); free(m.s_term)
         iv_free(&m.b_pairs); iv_free(&m.b_front); iv_free(&m.b_pend)
+        _cls_free(m.b_cls)
         free(m)
-
-
-ctypedef struct SeqTab:
-    # seqs (terminal sequences fed since a frontier node) interned as a trie: (parent, term) -> id
-    IVec parent
-    IVec term
-    int64_t* keys
-    int32_t* vals
-    Py_ssize_t cap
-    Py_ssize_t count
-    # the lexer terminals a lexeme may hold after a seq (fut_words words; NULL: any): after the
-    # empty seq ``root_allow``, after one ending in LR terminal ``a`` ``follow + a * fut_words``
-    const uint64_t* root_allow
-    const uint64_t* follow
 
 
 ctypedef struct CMSlot:
@@ -2485,37 +2510,54 @@ cdef int _canonical_lanes(CFamily* f, const int32_t* snap, IVec* dst) noexcept n
 
 cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
     """Walk every frontier subtree symbolically (lanes carry seqs, see :func:`_step_byte`) and
-    group its tokens by the snapshot they end in. R_OK, R_MISSING, R_NOMEM or R_TOOBIG."""
+    group its tokens by the snapshot they end in. R_OK, R_MISSING, R_NOMEM or R_TOOBIG.
+
+    Resumable (the classes being built live in ``m.b_cls`` between rounds): a frontier whose walk
+    met a lexer entry not explored yet drops what it found and is walked again in the next round,
+    the others are done. A lane with a pending condition has every child of the trie root as a
+    frontier, and new lexer states are met one level deeper per round: walking every frontier
+    again in every round cost such a memo ~50-130 µs of native work per round, dozens of rounds."""
     cdef IVec* W = &f.w_pool
     cdef IVec* L = &f.w_lvl
-    cdef SeqTab S
-    cdef IVec data, offs, pairs
-    cdef int32_t* slots = NULL
-    cdef Py_ssize_t n_slots = 0, i, j, hi, k, e, ln, cls, n_cls = 0, n_pairs, n_dense, r_i
+    cdef ClassBuild* cb = <ClassBuild*>m.b_cls
+    cdef IVec todo, data, offs, pairs
+    cdef int32_t* remap = NULL
+    cdef Py_ssize_t i, j, jj, hi, k, e, ln, cls, n_cls, n_pairs, n_dense, r_i, miss0, pairs0
     cdef int32_t i0, qp, d, d0, tok, oid
     cdef int32_t* cnt = NULL
     cdef int r, res = R_OK
     cdef uint64_t h, h2
-    memset(&S, 0, sizeof(SeqTab))
-    S.follow = t.follow_lex
-    S.root_allow = m.rbits + t.fut_words if m.cond < 0 and t.act_lex != NULL else NULL
-    memset(&data, 0, sizeof(IVec)); memset(&offs, 0, sizeof(IVec)); memset(&pairs, 0, sizeof(IVec))
-    if iv_push(&S.parent, -1) or iv_push(&S.term, -1) or iv_reserve(L, t.tr_max_depth + 2) or iv_push(&offs, 0):
+    if cb == NULL:
+        cb = <ClassBuild*>calloc(1, sizeof(ClassBuild))
+        if cb == NULL:
+            return R_NOMEM
+        m.b_cls = cb
+        cb.S.follow = t.follow_lex
+        cb.S.root_allow = m.rbits + t.fut_words if m.cond < 0 and t.act_lex != NULL else NULL
+        if iv_push(&cb.S.parent, -1) or iv_push(&cb.S.term, -1) or iv_push(&cb.offs, 0):
+            res = R_NOMEM
+        for j in range(m.n_front if res == R_OK else 0):
+            if iv_push(&cb.pend, <int32_t>j):
+                res = R_NOMEM
+                break
+    if res == R_OK and iv_reserve(L, t.tr_max_depth + 2):
         res = R_NOMEM
-    for j in range(m.n_front if res == R_OK else 0):
+    todo = cb.pend
+    memset(&cb.pend, 0, sizeof(IVec))
+    for jj in range(todo.n if res == R_OK else 0):
+        j = todo.d[jj]
+        miss0 = f.s_miss.n
+        pairs0 = cb.pairs.n
         i0 = m.fr_node[j]
         qp = m.fr_q[j]
         d0 = t.tr_depth[i0]
-        if iv_reserve(W, 5):
+        if iv_reserve(W, 6):
             res = R_NOMEM
             break
         if m.cond < 0:
             W.d[0] = 1; W.d[1] = qp; W.d[2] = 0; W.d[3] = 1; W.d[4] = 0
             W.n = 5
         else:
-            if iv_reserve(W, 6):
-                res = R_NOMEM
-                break
             W.d[0] = 1; W.d[1] = qp; W.d[2] = 1; W.d[3] = m.cond; W.d[4] = 1; W.d[5] = 0
             W.n = 6
         L.d[d0 - 1] = 0
@@ -2525,7 +2567,7 @@ cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
         while i < hi:
             d = t.tr_depth[i]
             W.n = L.d[d]
-            r = _walk_step(t, f, L.d[d - 1], t.tr_byte[i], &S)
+            r = _walk_step(t, f, L.d[d - 1], t.tr_byte[i], &cb.S)
             if r < 0:
                 res = R_TOOBIG if r == TOOBIG else R_NOMEM
                 break
@@ -2544,46 +2586,46 @@ cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
                 h = 0x9e3779b97f4a7c15
                 for k in range(ln):
                     h = _mix(h ^ <uint64_t>(<uint32_t>f.s_next.d[k]))
-                if (n_cls + 1) * 2 > n_slots:
-                    free(slots)
-                    n_slots = n_slots * 2 if n_slots else 256
-                    slots = <int32_t*>malloc(n_slots * sizeof(int32_t))
-                    if slots == NULL:
+                if (cb.n_cls + 1) * 2 > cb.n_slots:
+                    free(cb.slots)
+                    cb.n_slots = cb.n_slots * 2 if cb.n_slots else 256
+                    cb.slots = <int32_t*>malloc(cb.n_slots * sizeof(int32_t))
+                    if cb.slots == NULL:
                         res = R_NOMEM
                         break
-                    for k in range(n_slots):
-                        slots[k] = -1
-                    for cls in range(n_cls):  # re-insert every class
+                    for k in range(cb.n_slots):
+                        cb.slots[k] = -1
+                    for cls in range(cb.n_cls):  # re-insert every class
                         h2 = 0x9e3779b97f4a7c15
-                        for k in range(offs.d[cls], offs.d[cls + 1]):
-                            h2 = _mix(h2 ^ <uint64_t>(<uint32_t>data.d[k]))
-                        k = <Py_ssize_t>(h2 & <uint64_t>(n_slots - 1))
-                        while slots[k] >= 0:
-                            k = (k + 1) & (n_slots - 1)
-                        slots[k] = <int32_t>cls
-                k = <Py_ssize_t>(h & <uint64_t>(n_slots - 1))
+                        for k in range(cb.offs.d[cls], cb.offs.d[cls + 1]):
+                            h2 = _mix(h2 ^ <uint64_t>(<uint32_t>cb.data.d[k]))
+                        k = <Py_ssize_t>(h2 & <uint64_t>(cb.n_slots - 1))
+                        while cb.slots[k] >= 0:
+                            k = (k + 1) & (cb.n_slots - 1)
+                        cb.slots[k] = <int32_t>cls
+                k = <Py_ssize_t>(h & <uint64_t>(cb.n_slots - 1))
                 cls = -1
-                while slots[k] >= 0:
-                    e = slots[k]
-                    if (offs.d[e + 1] - offs.d[e] == ln
-                            and memcmp(data.d + offs.d[e], f.s_next.d, ln * sizeof(int32_t)) == 0):
+                while cb.slots[k] >= 0:
+                    e = cb.slots[k]
+                    if (cb.offs.d[e + 1] - cb.offs.d[e] == ln
+                            and memcmp(cb.data.d + cb.offs.d[e], f.s_next.d, ln * sizeof(int32_t)) == 0):
                         cls = e
                         break
-                    k = (k + 1) & (n_slots - 1)
+                    k = (k + 1) & (cb.n_slots - 1)
                 if cls < 0:
-                    cls = n_cls
-                    if iv_reserve(&data, data.n + ln):
+                    cls = cb.n_cls
+                    if iv_reserve(&cb.data, cb.data.n + ln):
                         res = R_NOMEM
                         break
-                    memcpy(data.d + data.n, f.s_next.d, ln * sizeof(int32_t))
-                    data.n += ln
-                    if iv_push(&offs, <int32_t>data.n):
+                    memcpy(cb.data.d + cb.data.n, f.s_next.d, ln * sizeof(int32_t))
+                    cb.data.n += ln
+                    if iv_push(&cb.offs, <int32_t>cb.data.n):
                         res = R_NOMEM
                         break
-                    slots[k] = <int32_t>cls
-                    n_cls += 1
+                    cb.slots[k] = <int32_t>cls
+                    cb.n_cls += 1
                 for k in range(t.i2o_ptr[tok], t.i2o_ptr[tok + 1]):
-                    if iv_push(&pairs, <int32_t>cls) or iv_push(&pairs, t.i2o_ids[k]):
+                    if iv_push(&cb.pairs, <int32_t>cls) or iv_push(&cb.pairs, t.i2o_ids[k]):
                         res = R_NOMEM
                         break
                 if res != R_OK:
@@ -2592,14 +2634,55 @@ cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
             i += 1
         if res != R_OK:
             break
-    free(slots)
-    if res == R_OK and f.s_miss.n:
-        res = R_MISSING
+        if f.s_miss.n > miss0:  # it read entries nobody explored yet: again next round
+            cb.pairs.n = pairs0
+            if iv_push(&cb.pend, <int32_t>j):
+                res = R_NOMEM
+                break
+    iv_free(&todo)
     if res != R_OK:
-        _tab_free(&S); iv_free(&data); iv_free(&offs); iv_free(&pairs)
+        _cls_free(cb)
+        m.b_cls = NULL
         return res
+    if cb.pend.n:
+        return R_MISSING
+    # the classes some token ended in (a frontier walked again left classes of its first walks
+    # that no token has now), renumbered in order
+    n_pairs = cb.pairs.n // 2
+    remap = <int32_t*>malloc((cb.n_cls + 1) * sizeof(int32_t))
+    memset(&data, 0, sizeof(IVec)); memset(&offs, 0, sizeof(IVec))
+    if remap == NULL or iv_push(&offs, 0):
+        free(remap); iv_free(&offs)
+        _cls_free(cb)
+        m.b_cls = NULL
+        return R_NOMEM
+    for cls in range(cb.n_cls):
+        remap[cls] = -1
+    for k in range(n_pairs):
+        remap[cb.pairs.d[2 * k]] = 0
+    n_cls = 0
+    for cls in range(cb.n_cls):
+        if remap[cls] < 0:
+            continue
+        remap[cls] = <int32_t>n_cls
+        n_cls += 1
+        ln = cb.offs.d[cls + 1] - cb.offs.d[cls]
+        if iv_reserve(&data, data.n + ln + 1) or iv_push(&offs, <int32_t>(data.n + ln)):
+            res = R_NOMEM
+            break
+        memcpy(data.d + data.n, cb.data.d + cb.offs.d[cls], ln * sizeof(int32_t))
+        data.n += ln
+    if res != R_OK:
+        free(remap); iv_free(&data); iv_free(&offs)
+        _cls_free(cb)
+        m.b_cls = NULL
+        return res
+    for k in range(n_pairs):
+        cb.pairs.d[2 * k] = remap[cb.pairs.d[2 * k]]
+    free(remap)
+    pairs = cb.pairs
+    memset(&cb.pairs, 0, sizeof(IVec))
     # the classes' token ids by counting sort, dense rows for the big ones
-    n_pairs = pairs.n // 2
     m.n_cls = <int32_t>n_cls
     m.c_off = offs.d
     m.c_data = data.d
@@ -2608,11 +2691,12 @@ cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
     m.c_ids = <int32_t*>malloc((n_pairs + 1) * sizeof(int32_t))
     m.c_row = <int32_t*>malloc((n_cls + 1) * sizeof(int32_t))
     cnt = <int32_t*>calloc(n_cls + 1, sizeof(int32_t))
-    m.n_seq = <int32_t>S.parent.n
-    m.s_parent = S.parent.d
-    m.s_term = S.term.d
-    memset(&S.parent, 0, sizeof(IVec)); memset(&S.term, 0, sizeof(IVec))
-    _tab_free(&S)
+    m.n_seq = <int32_t>cb.S.parent.n
+    m.s_parent = cb.S.parent.d
+    m.s_term = cb.S.term.d
+    memset(&cb.S.parent, 0, sizeof(IVec)); memset(&cb.S.term, 0, sizeof(IVec))
+    _cls_free(cb)
+    m.b_cls = NULL
     if m.c_tptr == NULL or m.c_ids == NULL or m.c_row == NULL or cnt == NULL:
         free(cnt); iv_free(&pairs)
         return R_NOMEM
