@@ -89,16 +89,21 @@ print(pid, *sorted(n for n in os.listdir(os.environ["TMPDIR"]) if n.startswith("
 """
 
 
+def _printed_by(script: str, tmpdir: Path) -> list[str]:
+    """What ``script`` prints, run in a fresh interpreter whose $TMPDIR is ``tmpdir``."""
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("reads process states from /proc")
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
 def test_dropping_an_auto_mask_stops_its_worker_and_removes_its_job_folder(tmp_path):
     """The drop itself does not wait for the worker (it may run inside any later request); the
     watcher reaps the worker and removes the folder while the process goes on."""
-    if not Path("/proc/self/stat").exists():
-        pytest.skip("reads process states from /proc")
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-c", _DROP_WHILE_COMPILING], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    worker, *left = done.stdout.split()
+    worker, *left = _printed_by(_DROP_WHILE_COMPILING, tmp_path)
     assert left == [], "the job folder outlived its dropped mask"
     deadline = time.monotonic() + 30
     while not _gone(int(worker)) and time.monotonic() < deadline:
@@ -122,11 +127,5 @@ print(len(children), *sorted(os.listdir(os.environ["TMPDIR"])), flush=True)
 
 
 def test_a_mask_dropped_before_its_compile_starts_never_starts_a_worker(tmp_path):
-    if not Path("/proc/self/stat").exists():
-        pytest.skip("reads process states from /proc")
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-c", _DROP_AT_ONCE], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    n_children, *left = done.stdout.split()
+    n_children, *left = _printed_by(_DROP_AT_ONCE, tmp_path)
     assert (int(n_children), left) == (0, [])
