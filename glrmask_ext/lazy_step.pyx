@@ -270,6 +270,17 @@ def step(lexer, state, byte):
     return res
 
 
+cdef bint _counts(object lexer, tuple events) except -1:
+    """Whether one of a lane step's events is a match end that can stand: unconditional, or
+    with a condition that can still hold."""
+    cdef int ci
+    for c in events:
+        ci = (<tuple?>c)[1]
+        if ci == 0 or (ci >= 2 and lexer.cond_satisfiable(ci)):
+            return True
+    return False
+
+
 def lane_future(lexer, t, ts):
     """``Lexer._lane_future(t, ts)``: whether terminal ``t``'s lane state ``ts`` still reaches a
     match end whose condition can hold — the same depth-first search, stepping the same lane
@@ -289,11 +300,10 @@ def lane_future(lexer, t, ts):
     cdef list path = []
     cdef list pending = []  # per state on the path: successors not descended into yet
     cdef list succ, top
-    cdef object x = ts, known, listed, mask, y, ev, c
+    cdef object x = ts, known, listed, mask, y
     cdef tuple item, res
     cdef bint found = False
     cdef Py_ssize_t g, ng = len(groups)
-    cdef int ci
     while True:
         known = memo.get(x) if x != ts else None
         succ = []
@@ -304,13 +314,8 @@ def lane_future(lexer, t, ts):
             if listed is not None:
                 for item in <list?>listed:
                     y = item[1]
-                    ev = item[2]
-                    for c in <tuple?>ev:
-                        ci = (<tuple?>c)[1]
-                        if ci == 0 or (ci >= 2 and lexer.cond_satisfiable(ci)):
-                            found = True
-                            break
-                    if found:
+                    if _counts(lexer, <tuple?>item[2]):
+                        found = True
                         break
                     if y >= 0 and y not in seen:
                         seen.add(y)
@@ -322,12 +327,8 @@ def lane_future(lexer, t, ts):
                         continue
                     res = <tuple?>_lane_step(lexer, z, t, x, groups[g])
                     y = res[0]
-                    for c in <tuple?>res[1]:
-                        ci = (<tuple?>c)[1]
-                        if ci == 0 or (ci >= 2 and lexer.cond_satisfiable(ci)):
-                            found = True
-                            break
-                    if found:
+                    if _counts(lexer, <tuple?>res[1]):
+                        found = True
                         break
                     if y >= 0 and y not in seen:
                         seen.add(y)
