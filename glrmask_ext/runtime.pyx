@@ -416,6 +416,19 @@ cdef inline const int32_t* _i32(object a):
     return <const int32_t*>cnp.PyArray_DATA(a)
 
 
+_TRIES_CHECKED: dict = {}
+"""(id of a trie-arrays dict, mask words) -> the dict, once :meth:`Tables.attach_trie` validated
+it (kept alive, so its id is not reused): a vocabulary's trie is checked once, not per mask."""
+
+
+def _trie_max_depth(trie: dict, depth) -> int:
+    hit = trie.get("_max_depth")
+    if hit is None:
+        hit = int(depth.max())
+        trie["_max_depth"] = hit
+    return hit
+
+
 # ------------------------------------------------------------------------------------ dynamic tables
 DEF LZ_CHUNK_BITS = 10
 DEF LZ_CHUNK = 1024  # 1 << LZ_CHUNK_BITS
@@ -913,6 +926,7 @@ cdef class Tables:
         cdef CTables* t = &self.t
         if t.tr_n:
             return
+        checked = _TRIES_CHECKED.get((id(trie), t.n_words)) is trie
         for k_name in ("node_depth", "node_internal", "node_subtree_end", "i2o_ptr", "i2o_ids"):
             self._keep["tr_" + k_name] = np.ascontiguousarray(trie[k_name], dtype=np.int32)
         self._keep["tr_node_byte"] = np.ascontiguousarray(trie["node_byte"], dtype=np.uint8)
@@ -921,12 +935,13 @@ cdef class Tables:
         if (n < 1 or g["tr_node_byte"].shape[0] != n or g["tr_node_internal"].shape[0] != n
                 or g["tr_node_subtree_end"].shape[0] != n):
             raise ValueError("runtime: inconsistent trie arrays")
-        if n > 1 and (g["tr_node_depth"][1:].min() < 1 or g["tr_node_depth"][0] != 0):
-            raise ValueError("runtime: trie depths must start at the root")
-        ids = g["tr_i2o_ids"]
-        if ids.shape[0] and (ids.min() < 0 or ids.max() >= t.n_words * 32):
-            raise ValueError("runtime: a trie token id outside the mask")
-        t.tr_max_depth = <int32_t>g["tr_node_depth"].max()
+        if not checked:
+            if n > 1 and (g["tr_node_depth"][1:].min() < 1 or g["tr_node_depth"][0] != 0):
+                raise ValueError("runtime: trie depths must start at the root")
+            ids = g["tr_i2o_ids"]
+            if ids.shape[0] and (ids.min() < 0 or ids.max() >= t.n_words * 32):
+                raise ValueError("runtime: a trie token id outside the mask")
+        t.tr_max_depth = <int32_t>_trie_max_depth(trie, g["tr_node_depth"])
         t.tr_depth = _i32(g["tr_node_depth"])
         t.tr_byte = <const uint8_t*>cnp.PyArray_DATA(g["tr_node_byte"])
         t.tr_internal = _i32(g["tr_node_internal"])
@@ -939,7 +954,7 @@ cdef class Tables:
             hi = np.ascontiguousarray(trie["node_subtree_hi"], dtype=np.int32)
             n_int = g["tr_i2o_ptr"].shape[0] - 1
             if (sb.shape != (n, 4) or lo.shape[0] != n or hi.shape[0] != n
-                    or (n and (lo.min() < 0 or (hi < lo).any() or hi.max() > n_int))):
+                    or (n and not checked and (lo.min() < 0 or (hi < lo).any() or hi.max() > n_int))):
                 raise ValueError("runtime: inconsistent trie subtree arrays")
             self._keep["tr_subbytes"] = sb
             self._keep["tr_sub_lo"] = lo
@@ -948,6 +963,7 @@ cdef class Tables:
             t.tr_sub_lo = _i32(lo)
             t.tr_sub_hi = _i32(hi)
         glr_store_i32(&t.tr_n, <int32_t>n)  # published last: a reader that sees it sees the rest
+        _TRIES_CHECKED[(id(trie), t.n_words)] = trie
 
     def attach_dynamic(self, LazyLexer lexer, dict trie, object resolve) -> None:
         """Make these tables dynamic: lexer entries come from ``lexer`` (filled by ``resolve(missing, first)``,
