@@ -195,8 +195,13 @@ class Mask:
     def _dynamic_engine(self):
         from .runtime.dynamic import DynamicEngine
 
-        return DynamicEngine(self._lazy_lexer, self.table, self.grammar.ignore, self.vocab, self._eos, self.trie,
-                             recognizer=lambda: Recognizer(self.grammar, self.table, self._lazy_lexer),
+        grammar, table, lexer = self.grammar, self.table, self._lazy_lexer
+        # (the factories capture what they need, never the mask: an engine that referred back to
+        # its mask made every mask a reference cycle, freed only by the cyclic collector — memory
+        # held until then, a background compile not cancelled, and the collection that finally
+        # freed a large mask's lexer landing inside some later request)
+        return DynamicEngine(lexer, table, grammar.ignore, self.vocab, self._eos, self.trie,
+                             recognizer=lambda: Recognizer(grammar, table, lexer),
                              lock=self._lock, limits=self._limits.get("dynamic"))
 
     def _static_engine(self, on_stage=None):
@@ -235,8 +240,9 @@ class Mask:
             arrays["max_stacks"] = np.int64(max_stacks)
         self._stored = stored
         self._dense_lexer = dense
-        return NativeEngine(arrays, lambda: Recognizer(self.grammar, self.table, dense, restrict_lexer=False),
-                            lambda: self.trie, self.vocab.n_logits)
+        grammar, table, vocab = self.grammar, self.table, self.vocab  # not the mask (see _dynamic_engine)
+        return NativeEngine(arrays, lambda: Recognizer(grammar, table, dense, restrict_lexer=False),
+                            lambda: VocabTrie.for_vocab(vocab), vocab.n_logits)
 
     @staticmethod
     def _adopt_static(mask: "Mask", loaded: "Mask") -> None:
