@@ -179,7 +179,7 @@ class _ByteReps:
         return self.lexer.byte_classes(q)[0]
 
     def cond(self, c: int) -> tuple[int, ...]:
-        return _ONE_CLASS if c < 2 else self.lexer._cond_byte_groups(c)
+        return _ONE_CLASS if c < 2 else self.lexer.cond_byte_groups(c)
 
     def reps(self, *parts) -> tuple[int, ...]:
         key = tuple(map(id, parts))

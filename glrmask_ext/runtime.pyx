@@ -416,11 +416,6 @@ cdef inline const int32_t* _i32(object a):
     return <const int32_t*>cnp.PyArray_DATA(a)
 
 
-_TRIES_CHECKED: dict = {}
-"""(id of a trie-arrays dict, mask words) -> the dict, once :meth:`Tables.attach_trie` validated
-it (kept alive, so its id is not reused): a vocabulary's trie is checked once, not per mask."""
-
-
 def _trie_max_depth(trie: dict, depth) -> int:
     hit = trie.get("_max_depth")
     if hit is None:
@@ -926,7 +921,11 @@ cdef class Tables:
         cdef CTables* t = &self.t
         if t.tr_n:
             return
-        checked = _TRIES_CHECKED.get((id(trie), t.n_words)) is trie
+        # a trie's arrays are one dict per trie (glrmask.runtime.engine.trie_arrays): it records the
+        # mask widths it was validated for, so a vocabulary's trie is checked once, not per mask
+        # (and the record goes with the trie)
+        widths = trie.setdefault("_validated_for_words", set())
+        checked = t.n_words in widths
         for k_name in ("node_depth", "node_internal", "node_subtree_end", "i2o_ptr", "i2o_ids"):
             self._keep["tr_" + k_name] = np.ascontiguousarray(trie[k_name], dtype=np.int32)
         self._keep["tr_node_byte"] = np.ascontiguousarray(trie["node_byte"], dtype=np.uint8)
@@ -963,7 +962,7 @@ cdef class Tables:
             t.tr_sub_lo = _i32(lo)
             t.tr_sub_hi = _i32(hi)
         glr_store_i32(&t.tr_n, <int32_t>n)  # published last: a reader that sees it sees the rest
-        _TRIES_CHECKED[(id(trie), t.n_words)] = trie
+        widths.add(t.n_words)
 
     def attach_dynamic(self, LazyLexer lexer, dict trie, object resolve) -> None:
         """Make these tables dynamic: lexer entries come from ``lexer`` (filled by ``resolve(missing, first)``,

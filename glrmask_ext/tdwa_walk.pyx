@@ -1346,6 +1346,14 @@ cdef class Walker:
             return r
         return self.dag.prefix(lab, self.node_of(r))
 
+    cdef int32_t union_as_nodes(self, vector[int32_t]& subs, Py_ssize_t begin) except? -2:
+        """The DAG union of ``subs[begin:]``, each flat result made a node first."""
+        cdef Py_ssize_t i
+        for i in range(begin, <Py_ssize_t>subs.size()):
+            if subs[i] <= -2:
+                subs[i] = self.node_of(subs[i])
+        return self.dag.union_all(subs, begin)
+
     cdef int32_t combine(self, vector[int32_t]& subs, Py_ssize_t begin) except? -2:
         """The union of the results ``subs[begin:]``: flat when they all are (slot by slot,
         intervals merged), else the DAG union of their nodes."""
@@ -1363,10 +1371,7 @@ cdef class Walker:
                     first = r
                 n_flat += 1
         if any_node:
-            for i in range(begin, n):
-                if subs[i] <= -2:
-                    subs[i] = self.node_of(subs[i])
-            return self.dag.union_all(subs, begin)
+            return self.union_as_nodes(subs, begin)
         if n_flat <= 1:
             return first
         # the labels, ascending (-1 first); then per label the lists to merge
@@ -1386,10 +1391,7 @@ cdef class Walker:
                     self.fl_labels.push_back(lab)
         _sort_unique(self.fl_labels)
         if <int32_t>self.fl_labels.size() > _FLAT_SLOTS:
-            for i in range(begin, n):
-                if subs[i] <= -2:
-                    subs[i] = self.node_of(subs[i])
-            return self.dag.union_all(subs, begin)
+            return self.union_as_nodes(subs, begin)
         self.fl_out.clear()
         self.fl_out.push_back(<int32_t>self.fl_labels.size())
         for m in range(<int32_t>self.fl_labels.size()):

@@ -508,7 +508,7 @@ def _explore_conds(lexer: Lexer, ev_lists: list[tuple], max_conds: int, check: _
         # a condition reads only its terminal's classes: the groups that one of its terminal's
         # groups holds step alike too, so each is stepped once (first group first, as before:
         # the lexer interns the conditions it meets in the same order)
-        term_group = lexer._cond_byte_groups(c)
+        term_group = lexer.cond_byte_groups(c)
         seen: dict[int, int] = {}
         row = []
         for b in reps:

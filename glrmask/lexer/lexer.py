@@ -512,7 +512,7 @@ class Lexer:
             self._cond_step[key] = hit
         return hit
 
-    def _cond_byte_groups(self, cond: int) -> tuple[int, ...]:
+    def cond_byte_groups(self, cond: int) -> tuple[int, ...]:
         """Byte -> group of the terminal a pending condition belongs to: the condition steps
         alike on the bytes of one group (it reads only that terminal's classes)."""
         return self._gid[self._conds[cond][0]]
