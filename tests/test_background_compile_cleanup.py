@@ -72,16 +72,16 @@ def test_exiting_while_an_auto_compile_runs_leaves_no_job_folder(exited_while_co
     assert sorted(p.name for p in tmp.iterdir()) == []
 
 
-# Runs in a fresh interpreter: drops an auto-mode mask while its compile runs, then waits (the
-# process goes on) until the job folder is gone; prints the worker's pid and what $TMPDIR holds.
+# Runs in a fresh interpreter: drops an auto-mode mask while its compile runs (no explicit
+# collection: tests/test_mask_lifetime.py checks the drop frees it), then waits (the process goes on)
+# until the job folder is gone; prints the worker's pid and what $TMPDIR holds.
 _DROP_WHILE_COMPILING = """
-import gc, os, time
+import os, time
 import glrmask
 mask = glrmask.compile("grammars/sql.lark", glrmask.Vocab.default(), mode="auto")
 pid = mask.static_compile_pid
 assert pid is not None, "the compile ended before the mask was dropped"
 del mask
-gc.collect()
 deadline = time.monotonic() + 30
 while time.monotonic() < deadline and any(n.startswith("glrmask-compile-") for n in os.listdir(os.environ["TMPDIR"])):
     time.sleep(0.05)
@@ -111,15 +111,18 @@ def test_dropping_an_auto_mask_stops_its_worker_and_removes_its_job_folder(tmp_p
     assert _gone(int(worker)), "the compile worker outlived its dropped mask"
 
 
-# Runs in a fresh interpreter: drops an auto-mode mask at once, before its compile is handed to a
-# worker (that waits until the mask had time for its first masks: LAUNCH_DELAY_S), then looks for
-# what it left.
+# Runs in a fresh interpreter: drops an auto-mode mask after its first masks but before its compile
+# is handed to a worker (LAUNCH_DELAY_S, raised here so that the drop surely comes first), then
+# looks for what it left.
 _DROP_AT_ONCE = """
-import gc, glob, os, time
+import glob, os, time
 import glrmask
+import glrmask.background_compile as bc
+bc.LAUNCH_DELAY_S = 5.0
 mask = glrmask.compile("grammars/sql.lark", glrmask.Vocab.default(), mode="auto")
+mask.get_mask(mask.start())
+time.sleep(0.3)
 del mask
-gc.collect()
 time.sleep(0.5)
 children = {int(p) for f in glob.glob("/proc/self/task/*/children") for p in open(f).read().split()}
 print(len(children), *sorted(os.listdir(os.environ["TMPDIR"])), flush=True)
