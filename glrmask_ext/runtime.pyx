@@ -1044,7 +1044,9 @@ ctypedef struct CFamily:
     IVec w_lvl             # start of each level's snapshot in w_pool
     int64_t h_grows        # hash-table rebuilds (a walk's speculative nodes are undone unless one happened)
     IVec m_front           # seqs whose stacks a mask is computing (a stack of ids)
-    IVec m_lvlq            # lexeme-memo build: the lexer state of each trie level
+    IVec m_lvlq            # lexeme-memo build: the lexer state of each trie level, then per level
+                           # (state, its survival verdict) and the state whose rows m_rows holds
+    void** m_rows          # per level: that state's step row and event-reference row
     int32_t lp_key[64]     # looping bytes of recent lexer states (key q + 1; 0: empty slot)
     uint64_t lp_words[256]
     IVec m_cache           # per seq of the memo being evaluated: offset of its stacks in m_cpool
@@ -1159,6 +1161,7 @@ cdef class Family:
         iv_free(&f.s_lanes); iv_free(&f.s_out); iv_free(&f.s_idx); iv_free(&f.s_tmp)
         iv_free(&f.s_next); iv_free(&f.s_conds); iv_free(&f.s_clo_state); iv_free(&f.s_clo_parent); iv_free(&f.s_clo_act)
         iv_free(&f.s_front); iv_free(&f.s_miss); iv_free(&f.w_pool); iv_free(&f.w_lvl)
+        free(f.m_rows)
         iv_free(&f.m_front); iv_free(&f.m_lvlq); iv_free(&f.m_cache); iv_free(&f.m_cpool); iv_free(&f.m_key)
         for i in range(LM_SLOTS):
             iv_free(&f.lm_snap[i])
@@ -2386,10 +2389,12 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
     ``m_lvlq``) into the memo being built: a lane that does not survive ``m.rbits`` is a dead
     subtree, one not explored yet is left for the next round. -1 on OOM."""
     cdef IVec* LQ = &f.m_lvlq
+    cdef int32_t* SV = LQ.d + t.tr_max_depth + 2  # per level: (state, its survival verdict)
+    cdef int32_t* RK = LQ.d + 3 * (t.tr_max_depth + 2)  # per level: the state whose rows RW holds
+    cdef void** RW = f.m_rows
+    cdef const int32_t* row
     cdef Py_ssize_t i = lo, k
-    cdef int32_t d, qp, q2, tok
-    cdef const int32_t* ev_t
-    cdef const int32_t* ev_c
+    cdef int32_t d, qp, q2, tok, b
     cdef const uint64_t* lw
     cdef const uint64_t* sb
     cdef int32_t a, z
@@ -2397,13 +2402,21 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
     while i < hi:
         d = t.tr_depth[i]
         qp = LQ.d[d - 1]
-        q2 = _lx_next(t, f, qp, t.tr_byte[i])
+        b = t.tr_byte[i]
+        # the parent's rows, looked up once per level (no entry is explored during a walk)
+        if RK[d - 1] != qp:
+            RK[d - 1] = qp
+            RW[2 * (d - 1)] = _lz_get(t.lz.trans, qp)
+            RW[2 * (d - 1) + 1] = _lz_get(t.lz.evref, qp)
+        row = <const int32_t*>RW[2 * (d - 1)]
+        q2 = UNKNOWN if row == NULL else glr_load_i32(&row[b])
         if q2 == UNKNOWN:
+            _miss(f, M_STEP, qp, b)
             if iv_push(&m.b_pend, <int32_t>i) or iv_push(&m.b_pend, qp):
                 return -1
             i = t.tr_end[i]
             continue
-        if _lx_events(t, qp, t.tr_byte[i], &ev_t, &ev_c):
+        if (<const int32_t*>RW[2 * (d - 1) + 1])[b] >= 0:  # an event: a frontier node
             if iv_push(&m.b_front, <int32_t>i) or iv_push(&m.b_front, qp):
                 return -1
             i = t.tr_end[i]
@@ -2411,7 +2424,15 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
         if q2 == DEAD:
             i = t.tr_end[i]
             continue
-        sv = _survives_r(t, f, q2, m.rbits)
+        # siblings mostly step to the same state (a string's next count): its verdict per level
+        # (a known verdict never changes while the memo is built: futures only get known)
+        if SV[2 * d] == q2:
+            sv = SV[2 * d + 1]
+        else:
+            sv = _survives_r(t, f, q2, m.rbits)
+            if sv >= 0:
+                SV[2 * d] = q2
+                SV[2 * d + 1] = sv
         if sv < 0:
             if iv_push(&m.b_pend, <int32_t>i) or iv_push(&m.b_pend, qp):
                 return -1
@@ -2455,8 +2476,14 @@ cdef int _memo_build(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
     cdef IVec pend
     cdef Py_ssize_t k, node, n
     cdef int32_t oid
-    if iv_reserve(LQ, t.tr_max_depth + 2):
+    if iv_reserve(LQ, 4 * (t.tr_max_depth + 2)):
         return R_NOMEM
+    if f.m_rows == NULL:
+        f.m_rows = <void**>malloc(2 * (t.tr_max_depth + 2) * sizeof(void*))
+        if f.m_rows == NULL:
+            return R_NOMEM
+    # no verdicts, no rows (a row explored since the last round must be read again): DEAD keys
+    memset(LQ.d + t.tr_max_depth + 2, 0xff, 3 * (t.tr_max_depth + 2) * sizeof(int32_t))
     memset(f.lp_key, 0, sizeof(f.lp_key))  # entries explored since may loop now
     if not m.lex_done:
         if not m.started:
