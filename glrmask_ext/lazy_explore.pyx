@@ -21,6 +21,23 @@ cdef inline void _cond(object lexer, object nat, int c) except *:
         nat.set_cond(c, lexer.cond_at_end(c), lexer.cond_satisfiable(c))
 
 
+cdef void _alive(object lexer, object nat, int q) except *:
+    """``explore_one(M_ALIVE, q)``: the live terminals of ``q``, and the futures known without a
+    search."""
+    cdef tuple lanes = <tuple?>lexer._js[q]
+    cdef dict plain = lexer._plain_terms
+    cdef list alive = [(<tuple?>x)[0] for x in lanes]
+    cdef list with_future = []
+    cdef object hit, term, x
+    for term in alive:
+        hit = plain.get(term)
+        if hit is None:
+            hit = lexer.always_has_future(term)
+        if hit:
+            with_future.append(term)
+    nat.set_alive_terms(q, alive, with_future)
+
+
 def explore_rows(explorer, const int32_t[:, ::1] rows) -> None:
     """Compute and publish the entries ``rows`` (``(kind, a, b)``, distinct) names, in order
     (the explorer's lock held); ``explorer.n_explored`` counts each one started."""
@@ -30,14 +47,9 @@ def explore_rows(explorer, const int32_t[:, ::1] rows) -> None:
     cdef object set_step_events = nat.set_step_events
     cdef list group_of = explorer._group_of
     cdef list groups = explorer._groups
-    cdef list js = lexer._js
-    cdef dict plain = lexer._plain_terms
-    cdef object set_alive_terms = nat.set_alive_terms
-    cdef list alive, with_future
-    cdef tuple lanes
-    cdef object hit, term, x
+    cdef object has_alive = nat.has_alive
     cdef Py_ssize_t i, n = rows.shape[0], done = 0
-    cdef int kind, a, b
+    cdef int kind, a, b, q2
     cdef tuple res, ev
     cdef object byte_set
     try:
@@ -54,20 +66,15 @@ def explore_rows(explorer, const int32_t[:, ::1] rows) -> None:
                 if byte_set is None:
                     byte_set = explorer._group_bytes(b)
                 set_step_events(a, byte_set, res[0], res[1])
+                q2 = res[0]
+                if q2 >= 0 and not has_alive(q2):
+                    # the walk asks next whether a lane in q2 survives: answered now, not in
+                    # another round trip (a long lexeme is a chain of new states)
+                    _alive(lexer, nat, q2)
             elif kind == M_COND_INFO:
                 _cond(lexer, nat, a)
             elif kind == M_ALIVE and a >= 0:
-                # ``explore_one``: the live terminals, and the futures known without a search
-                lanes = <tuple?>js[a]
-                alive = [(<tuple?>x)[0] for x in lanes]
-                with_future = []
-                for term in alive:
-                    hit = plain.get(term)
-                    if hit is None:
-                        hit = lexer.always_has_future(term)
-                    if hit:
-                        with_future.append(term)
-                set_alive_terms(a, alive, with_future)
+                _alive(lexer, nat, a)
             else:
                 explorer.explore_one(kind, a, b)
     finally:

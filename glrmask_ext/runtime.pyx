@@ -689,6 +689,10 @@ cdef class LazyLexer:
         memcpy(w, &words[0], fw * sizeof(uint64_t))
         glr_store_ptr(&futs[q & (LZ_CHUNK - 1)], w)
 
+    def has_alive(self, int32_t q) -> bool:
+        """Whether the live terminals of state ``q`` are published (:meth:`set_alive`)."""
+        return 0 <= q < self.z.cap_states and _lz_peek(self.z.fut, q) != NULL
+
     def set_alive_terms(self, int32_t q, list alive, list with_future) -> None:
         """:meth:`set_alive` from the live terminals' ids, then :meth:`set_future` true for each of
         ``with_future`` (terminals whose every lane has a future): one call per explored state."""

@@ -107,6 +107,10 @@ class LexerExplorer:
             for _term, cond in events:
                 self._cond(cond)
             nat.set_step_events(a, self._group_bytes(b), q2, events)
+            if q2 >= 0 and not nat.has_alive(q2):
+                # the walk asks next whether a lane in q2 survives: answered now, not in another
+                # round trip (a long lexeme is a chain of new states)
+                self.explore_one(self.M_ALIVE, q2, 0)
         elif kind == self.M_ALIVE:
             alive = sorted(lexer.alive_terminals(a))
             # the futures known without a search are answered now: no round trip per terminal
