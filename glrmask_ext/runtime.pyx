@@ -389,6 +389,7 @@ ctypedef struct CTables:
     const uint64_t* tr_subbytes  # per node, 4 words: the bytes below it (NULL: not given)
     const int32_t* tr_sub_lo     # per node, the internal ids of its subtree's tokens
     const int32_t* tr_sub_hi
+    const int32_t* tr_pack       # per node (end, internal, depth << 8 | byte): one load for a walk's step
     # expansion cache
     int* slot_flag
     uint64_t* slot_hash
@@ -414,6 +415,20 @@ cdef int64_t _scalar(object a) except? -1:
 
 cdef inline const int32_t* _i32(object a):
     return <const int32_t*>cnp.PyArray_DATA(a)
+
+
+def _trie_packed(trie: dict, depth, byte, internal, end) -> np.ndarray:
+    """The node fields a lexeme walk reads, side by side (``int32[n, 3]``: subtree end, internal
+    token, ``depth << 8 | byte``): once per trie (its dict). A walk that skips subtrees lands on
+    a node whose four fields were four cache misses apart."""
+    hit = trie.get("_node_packed")
+    if hit is None:
+        hit = np.empty((len(depth), 3), dtype=np.int32)
+        hit[:, 0] = end
+        hit[:, 1] = internal
+        hit[:, 2] = (depth.astype(np.int64) << 8) | byte
+        trie["_node_packed"] = hit
+    return hit
 
 
 def _trie_max_depth(trie: dict, depth) -> int:
@@ -945,6 +960,11 @@ cdef class Tables:
             if ids.shape[0] and (ids.min() < 0 or ids.max() >= t.n_words * 32):
                 raise ValueError("runtime: a trie token id outside the mask")
         t.tr_max_depth = <int32_t>_trie_max_depth(trie, g["tr_node_depth"])
+        if t.tr_max_depth >= (1 << 23):
+            raise ValueError("runtime: a trie deeper than 2**23 bytes")
+        self._keep["tr_pack"] = _trie_packed(trie, g["tr_node_depth"], g["tr_node_byte"], g["tr_node_internal"],
+                                             g["tr_node_subtree_end"])
+        t.tr_pack = <const int32_t*>cnp.PyArray_DATA(self._keep["tr_pack"])
         t.tr_depth = _i32(g["tr_node_depth"])
         t.tr_byte = <const uint8_t*>cnp.PyArray_DATA(g["tr_node_byte"])
         t.tr_internal = _i32(g["tr_node_internal"])
@@ -2403,10 +2423,13 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
     cdef const uint64_t* sb
     cdef int32_t a, z
     cdef int sv
+    cdef const int32_t* P = t.tr_pack
+    cdef const int32_t* node
     while i < hi:
-        d = t.tr_depth[i]
+        node = P + 3 * i
+        d = node[2] >> 8
         qp = LQ.d[d - 1]
-        b = t.tr_byte[i]
+        b = node[2] & 255
         # the parent's rows, looked up once per level (no entry is explored during a walk)
         if RK[d - 1] != qp:
             RK[d - 1] = qp
@@ -2418,15 +2441,15 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
             _miss(f, M_STEP, qp, b)
             if iv_push(&m.b_pend, <int32_t>i) or iv_push(&m.b_pend, qp):
                 return -1
-            i = t.tr_end[i]
+            i = node[0]
             continue
         if (<const int32_t*>RW[2 * (d - 1) + 1])[b] >= 0:  # an event: a frontier node
             if iv_push(&m.b_front, <int32_t>i) or iv_push(&m.b_front, qp):
                 return -1
-            i = t.tr_end[i]
+            i = node[0]
             continue
         if q2 == DEAD:
-            i = t.tr_end[i]
+            i = node[0]
             continue
         # siblings mostly step to the same state (a string's next count): its verdict per level
         # (a known verdict never changes while the memo is built: futures only get known)
@@ -2440,18 +2463,18 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
         if sv < 0:
             if iv_push(&m.b_pend, <int32_t>i) or iv_push(&m.b_pend, qp):
                 return -1
-            i = t.tr_end[i]
+            i = node[0]
             continue
         if sv == 0:
-            i = t.tr_end[i]
+            i = node[0]
             continue
         LQ.d[d] = q2
-        tok = t.tr_internal[i]
+        tok = node[1]
         if tok >= 0:
             for k in range(t.i2o_ptr[tok], t.i2o_ptr[tok + 1]):
                 if iv_push(&m.b_pairs, t.i2o_ids[k]):
                     return -1
-        if q2 == qp and t.tr_subbytes != NULL and t.tr_end[i] > i + 1:
+        if q2 == qp and t.tr_subbytes != NULL and node[0] > i + 1:
             # in a loop (a string's body): when every byte below loops too, every token below
             # ends in q2, which survives — take them all, in trie order, without stepping
             lw = _loop_words(t, f, q2)
@@ -2466,7 +2489,7 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
                         return -1
                     memcpy(m.b_pairs.d + m.b_pairs.n, t.i2o_ids + a, (z - a) * sizeof(int32_t))
                     m.b_pairs.n += z - a
-                i = t.tr_end[i]
+                i = node[0]
                 continue
         i += 1
     return 0
