@@ -101,13 +101,24 @@ priority, within 1.04x at every quantile with nice 19)."""
 
 _BOOTSTRAP = ("import os, runpy\n"
               "try:\n    os.nice(%d)\nexcept (AttributeError, OSError):\n    pass\n"
+              "if os.environ.pop(%r, None):\n"
+              "    try:\n        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n"
+              "    except (AttributeError, OSError):\n        pass\n"
               "runpy.run_module('glrmask.background_compile', run_name='__main__', alter_sys=True)\n"
-              % WORKER_NICE)
+              % (WORKER_NICE, "GLRMASK_SPARE_IDLE"))
 _NICE = shutil.which("nice")
 _SPARE_ARG = "--spare"  # the worker waits for its job folder on stdin (one line)
 """The worker's command (``python -c``): it lowers its priority before importing anything, so
 starting the interpreter, numpy and glrmask (a few hundred ms of CPU) does not compete with the
-parent's first masks either."""
+parent's first masks either. A spare started ahead of need (not for a job waiting now) runs its
+start-up under ``SCHED_IDLE`` where the system has it, and takes the normal policy (at that nice
+value) when its job arrives: on a busy core the next job's spare no longer halves the running
+job's share of it."""
+
+
+_WORKER_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""The compile is single-threaded: no BLAS thread pool in the worker (numpy's OpenBLAS threads
+spin between calls, time taken from the decode loop's core)."""
 
 
 _WARMUP_SCHEMA = {
@@ -135,6 +146,41 @@ def _warm(vocab_path: str) -> Optional[tuple]:
         return vocab_path, vocab
     except Exception:  # noqa: BLE001 - an optimization only (see above)
         return None
+
+
+def _normal_policy(tid: int) -> None:
+    """Thread ``tid`` (0: the caller) leaves idle priority for the normal policy, its nice value
+    kept (allowed unprivileged at nice 19); nothing where the system has no such policies."""
+    try:
+        os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+    except (AttributeError, OSError):
+        pass
+
+
+def _await_job() -> Callable[[], str]:
+    """Runs in a spare: read its job folder from stdin in a thread of normal (niced) policy, which
+    moves the main thread to it too the moment the job arrives — even mid warm-up: at idle
+    priority on a saturated machine the warm-up would never end. Returns the wait for the folder
+    (empty: stdin closed, no job)."""
+    main = threading.get_native_id()
+    line: list[str] = []
+    arrived = threading.Event()
+
+    def read() -> None:
+        _normal_policy(0)
+        try:
+            line.append(sys.stdin.readline().strip())
+        finally:
+            _normal_policy(main)
+            arrived.set()
+
+    threading.Thread(target=read, daemon=True, name="glrmask-job-folder").start()
+
+    def folder() -> str:
+        arrived.wait()
+        return line[0] if line else ""
+
+    return folder
 
 
 def _worker(directory: str, preloaded: Optional[tuple] = None) -> None:
@@ -175,18 +221,24 @@ class _Spare:
     _starting = False
 
     @classmethod
-    def _start(cls) -> subprocess.Popen:
+    def _start(cls, ahead: bool = False) -> subprocess.Popen:
+        """A worker waiting for its job folder on stdin; ``ahead``: started before any job needs
+        it (its start-up runs at idle priority, see ``_BOOTSTRAP``)."""
         cmd = [sys.executable, "-c", _BOOTSTRAP, _SPARE_ARG]
         with _vocab_lock:
             cmd += _last_vocab  # preloaded while the spare waits (:func:`_warm`)
         if _NICE is not None:  # niced from exec on: even the interpreter's start-up yields
             cmd = [_NICE, "-n", str(WORKER_NICE)] + cmd
-        return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env = {**os.environ, **_WORKER_ENV}
+        if ahead:
+            env["GLRMASK_SPARE_IDLE"] = "1"
+        return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=env)
 
     @classmethod
     def _refill(cls) -> None:
         try:
-            proc = cls._start()
+            proc = cls._start(ahead=True)
         except OSError:
             proc = None
         with cls._lock:
@@ -453,10 +505,17 @@ class BackgroundCompile:
 
 if __name__ == "__main__":
     if sys.argv[1] == _SPARE_ARG:  # a spare: preload the compiler (and warm it), then wait for a job folder
+        _job_folder = _await_job()
         from . import api as _api  # noqa: F401
         _preloaded = _warm(sys.argv[2]) if len(sys.argv) > 2 else None
-        job = sys.stdin.readline().strip()
+        job = _job_folder()
         if job:
             _worker(job, _preloaded)
     else:
         _worker(sys.argv[1])
+    # the result is on disk: leave without tearing down the compile's heap (the parent waits for
+    # this exit before it loads the artifact; finalizing a large schema's objects took longer than
+    # saving them)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
