@@ -125,7 +125,7 @@ def test_a_lexer_states_byte_classes_are_the_columns_of_its_terminals_groups(row
     assert _joint_classes(rows) == _joint_classes_py(rows)
 
 
-@pytest.mark.parametrize("name, schema", first_schemas(1), ids=lambda x: x if isinstance(x, str) else "")
+@pytest.mark.parametrize("name, schema", list(first_schemas(1)), ids=lambda x: x if isinstance(x, str) else "")
 def test_schema_lexer_states_byte_classes_step_alike(name, schema):
     """Every byte of one of a state's classes steps that state alike (states a few bytes deep)."""
     grammar = normalize(lower_json_schema_ir(schema)[0])
