@@ -2425,6 +2425,12 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
     cdef int sv
     cdef const int32_t* P = t.tr_pack
     cdef const int32_t* node
+    # the internal ids of the tokens that stay inside (original ids once the walk is done): at
+    # most one per node of [lo, hi), so reserved once and written without a check or a branch
+    if iv_reserve(&m.b_pairs, m.b_pairs.n + (hi - lo)):
+        return -1
+    cdef int32_t* bp = m.b_pairs.d
+    cdef Py_ssize_t bn = m.b_pairs.n
     while i < hi:
         node = P + 3 * i
         d = node[2] >> 8
@@ -2440,11 +2446,13 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
         if q2 == UNKNOWN:
             _miss(f, M_STEP, qp, b)
             if iv_push(&m.b_pend, <int32_t>i) or iv_push(&m.b_pend, qp):
+                m.b_pairs.n = bn
                 return -1
             i = node[0]
             continue
         if (<const int32_t*>RW[2 * (d - 1) + 1])[b] >= 0:  # an event: a frontier node
             if iv_push(&m.b_front, <int32_t>i) or iv_push(&m.b_front, qp):
+                m.b_pairs.n = bn
                 return -1
             i = node[0]
             continue
@@ -2462,6 +2470,7 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
                 SV[2 * d + 1] = sv
         if sv < 0:
             if iv_push(&m.b_pend, <int32_t>i) or iv_push(&m.b_pend, qp):
+                m.b_pairs.n = bn
                 return -1
             i = node[0]
             continue
@@ -2470,10 +2479,8 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
             continue
         LQ.d[d] = q2
         tok = node[1]
-        if tok >= 0:
-            for k in range(t.i2o_ptr[tok], t.i2o_ptr[tok + 1]):
-                if iv_push(&m.b_pairs, t.i2o_ids[k]):
-                    return -1
+        bp[bn] = tok
+        bn += tok >= 0
         if q2 == qp and t.tr_subbytes != NULL and node[0] > i + 1:
             # in a loop (a string's body): when every byte below loops too, every token below
             # ends in q2, which survives — take them all, in trie order, without stepping
@@ -2482,16 +2489,14 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
             if ((sb[0] & ~lw[0]) | (sb[1] & ~lw[1]) | (sb[2] & ~lw[2]) | (sb[3] & ~lw[3])) == 0:
                 a = t.tr_sub_lo[i] + (1 if tok >= 0 else 0)
                 z = t.tr_sub_hi[i]
-                if a < z:
-                    a = t.i2o_ptr[a]
-                    z = t.i2o_ptr[z]
-                    if iv_reserve(&m.b_pairs, m.b_pairs.n + (z - a)):
-                        return -1
-                    memcpy(m.b_pairs.d + m.b_pairs.n, t.i2o_ids + a, (z - a) * sizeof(int32_t))
-                    m.b_pairs.n += z - a
+                while a < z:  # the subtree's internal ids are an interval (trie order)
+                    bp[bn] = a
+                    bn += 1
+                    a += 1
                 i = node[0]
                 continue
         i += 1
+    m.b_pairs.n = bn
     return 0
 
 
@@ -2501,8 +2506,8 @@ cdef int _memo_build(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
     R_OK, R_MISSING (explore, come back), R_NOMEM or R_TOOBIG. Called with the builder lock."""
     cdef IVec* LQ = &f.m_lvlq
     cdef IVec pend
-    cdef Py_ssize_t k, node, n
-    cdef int32_t oid
+    cdef Py_ssize_t k, node, n, j, e
+    cdef int32_t oid, tok
     if iv_reserve(LQ, 4 * (t.tr_max_depth + 2)):
         return R_NOMEM
     if f.m_rows == NULL:
@@ -2530,17 +2535,34 @@ cdef int _memo_build(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
             iv_free(&pend)
         if m.b_pend.n:
             return R_MISSING
-        n = m.b_pairs.n
-        m.n_u = <int32_t>n
-        m.u_ids = m.b_pairs.d
-        memset(&m.b_pairs, 0, sizeof(IVec))
-        if n >= MEMO_DENSE_MIN:
+        # the walk kept internal ids: their original ids, once — as a dense row when they are
+        # many (the only form a mask reads then), else as a list
+        n = 0
+        if m.b_pairs.n >= MEMO_DENSE_MIN:
             m.u_row = <uint32_t*>calloc(t.n_words, sizeof(uint32_t))
             if m.u_row == NULL:
                 return R_NOMEM
-            for k in range(n):
-                oid = m.u_ids[k]
-                m.u_row[oid >> 5] |= (<uint32_t>1) << (oid & 31)
+            for k in range(m.b_pairs.n):
+                tok = m.b_pairs.d[k]
+                for e in range(t.i2o_ptr[tok], t.i2o_ptr[tok + 1]):
+                    oid = t.i2o_ids[e]
+                    m.u_row[oid >> 5] |= (<uint32_t>1) << (oid & 31)
+                n += t.i2o_ptr[tok + 1] - t.i2o_ptr[tok]
+        else:
+            for k in range(m.b_pairs.n):
+                tok = m.b_pairs.d[k]
+                n += t.i2o_ptr[tok + 1] - t.i2o_ptr[tok]
+            m.u_ids = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+            if m.u_ids == NULL:
+                return R_NOMEM
+            j = 0
+            for k in range(m.b_pairs.n):
+                tok = m.b_pairs.d[k]
+                for e in range(t.i2o_ptr[tok], t.i2o_ptr[tok + 1]):
+                    m.u_ids[j] = t.i2o_ids[e]
+                    j += 1
+        iv_free(&m.b_pairs)
+        m.n_u = <int32_t>n
         m.n_front = <int32_t>(m.b_front.n // 2)
         m.fr_node = <int32_t*>malloc((m.n_front + 1) * sizeof(int32_t))
         m.fr_q = <int32_t*>malloc((m.n_front + 1) * sizeof(int32_t))
@@ -2551,7 +2573,7 @@ cdef int _memo_build(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
             m.fr_q[k] = m.b_front.d[2 * k + 1]
         iv_free(&m.b_front)
         m.lex_done = 1
-        t.lz.memo_bytes += 4 * (n + 2 * m.n_front) + (4 * t.n_words if m.u_row != NULL else 0) + 64
+        t.lz.memo_bytes += 4 * ((n if m.u_row == NULL else t.n_words) + 2 * m.n_front) + 64
     return _memo_classes(t, f, m)
 
 
