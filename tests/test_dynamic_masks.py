@@ -228,3 +228,21 @@ def test_a_dynamic_lexer_with_thousands_of_states_masks_exactly_at_every_count()
         assert bit(b"b") and bit(b"a") == (count < 2500) and bit(b"aa") == (count < 2499)
         assert bit(b"ab") == (count < 2500)
     assert state.commit(ids[b"b"]) and state.is_accepting()
+
+
+@pytest.mark.parametrize("letters", ["abc", "abcdefghijklmnopqrstuvwxyz"])
+def test_tokens_with_the_same_bytes_are_allowed_together_inside_a_lexeme(letters):
+    """Ids that share their bytes are one trie token: a lexeme memo lists the tokens that stay
+    inside the lexeme once, then every id of each — as a list (few tokens) or a dense row (676
+    two-letter tokens)."""
+    pairs = [a + b for a in letters for b in letters]
+    pieces = pairs + ['"', '"' + letters[0], pairs[0], pairs[-1], letters[1] + '"']
+    mask = glrmask.compile('start: STR\nSTR: /"[a-z]{0,7}"/', tiny_vocab(pieces), format="lark", mode="dynamic")
+    twins = [[i for i, p in enumerate(pieces) if p == t] for t in (pairs[0], pairs[-1])]
+    states = reachable_states(mask, max_depth=4, max_sets=60)
+    assert len(states) > 5
+    for state, data in states:
+        words = mask.get_mask(state)
+        assert words.tobytes() == reference_words(mask, data).tobytes(), data
+        for ids in twins:
+            assert len({(int(words[i >> 5]) >> (i & 31)) & 1 for i in ids}) == 1, data
