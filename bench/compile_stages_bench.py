@@ -7,8 +7,8 @@ Usage:
 
 For the first ``--n`` schemas of each split (``*.jsonl.gz``, one JSON object with a ``"schema"``
 per line), in a fresh forked process per schema (so no schema profits from another's caches, and
-one that overruns its budget by far can be killed): the front-end (``lower_json_schema`` + the
-lark front-end), normalization, the LR table and the lazy lexer are timed directly, then the whole
+one that overruns its budget by far can be killed): the front-end (``lower_json_schema_ir``, the
+lowering straight to grammar IR that ``compile_json_schema`` runs), normalization, the LR table and the lazy lexer are timed directly, then the whole
 ``glrmask.compile_json_schema(schema, vocab, mode="static", limits={"max_seconds": S})`` is timed,
 and its own stage reports (``on_stage``: dense lexer, stack effects, Terminal DWA, token classes,
 Parser DWA) fill the remaining columns. ``total`` is the wall time of that public call (its
@@ -46,9 +46,8 @@ import numpy as np  # noqa: E402
 import glrmask  # noqa: E402
 from glrmask.budget import activate_budget  # noqa: E402
 from glrmask.errors import GlrmaskError, GrammarTooComplex  # noqa: E402
-from glrmask.grammar.lark_frontend import grammar_from_lark  # noqa: E402
 from glrmask.grammar.normalize import normalize  # noqa: E402
-from glrmask.json_schema import lower_json_schema  # noqa: E402
+from glrmask.json_schema import lower_json_schema_ir  # noqa: E402
 from glrmask.lexer import Lexer  # noqa: E402
 from glrmask.lr.table import LRTable  # noqa: E402
 from glrmask.trie import VocabTrie  # noqa: E402
@@ -70,8 +69,7 @@ def _measure(schema, max_seconds: float) -> dict:
     try:
         with activate_budget(limits):
             t = time.perf_counter()
-            text, _ = lower_json_schema(schema)
-            grammar = grammar_from_lark(text, source_name="<json-schema>")
+            grammar, _ = lower_json_schema_ir(schema)  # what compile_json_schema lowers to
             secs["front-end"] = time.perf_counter() - t
             t = time.perf_counter()
             ng = normalize(grammar)
