@@ -163,7 +163,8 @@ class Mask:
                 from .background_compile import BackgroundCompile
 
                 self._background = BackgroundCompile(self, grammar, vocab, limits, cache_dir,
-                                                     Mask._adopt_static, Mask._static_failed)
+                                                     Mask._adopt_static, Mask._static_failed,
+                                                     known=(self.grammar, self.table))
 
     def _init_common(self, vocab: Vocab, source_grammar: Grammar, grammar: Grammar, mode: str) -> None:
         self.vocab = vocab

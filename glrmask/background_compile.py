@@ -294,9 +294,10 @@ class _Job:
     path: a ``mkdtemp`` alone took 3.5 ms on this machine's disk); ``directory`` and ``proc`` are
     None until then; ``cancelled`` may be set before, during or after."""
 
-    def __init__(self, spec: dict, grammar) -> None:
+    def __init__(self, spec: dict, grammar, known: Optional[tuple] = None) -> None:
         self.spec = spec  # what job.json holds, the vocabulary still as an object
         self.grammar = grammar  # the grammar IR, pickled into the folder by the watcher
+        self.known = known  # (normalized grammar, LR table) the artifact should hold: reused on load
         self.directory: Optional[str] = None
         self.proc: Optional[subprocess.Popen] = None
         self.cancelled = threading.Event()
@@ -390,12 +391,13 @@ class BackgroundCompile:
     worker."""
 
     def __init__(self, owner, grammar, vocab, limits: Optional[dict], cache_dir: Optional[str],
-                 on_done: Callable, on_error: Callable) -> None:
+                 on_done: Callable, on_error: Callable, known: Optional[tuple] = None) -> None:
         """``grammar``: the grammar IR to compile (it must not change afterwards). ``on_done(owner,
         loaded_mask)`` / ``on_error(owner, error)`` are plain functions (a bound method would keep
-        the owner alive and defeat the cancellation)."""
+        the owner alive and defeat the cancellation). ``known``: the owner's ``(normalized grammar,
+        LR table)``, which the loaded mask reuses when its artifact holds exactly those."""
         self._job = job = _Job({"limits": limits, "vocab": vocab,
-                                "cache_dir": None if cache_dir is None else str(cache_dir)}, grammar)
+                                "cache_dir": None if cache_dir is None else str(cache_dir)}, grammar, known)
         _LIVE[id(job)] = job
         owner_ref = weakref.ref(owner)
         # the watcher holds only a weak reference: dropping the mask cancels the compile
@@ -464,14 +466,18 @@ class BackgroundCompile:
         out_path = os.path.join(job.directory, "mask.glrm")
         err_path = os.path.join(job.directory, "error.json")
         job.start()
+        from .mask_artifact import KnownParts, load_mask
+
+        # what the artifact will hold, in its stored forms, made while the worker compiles (off the
+        # hand-over, which then holds the GIL for the checks only)
+        known = None if job.known is None else KnownParts.of(*job.known)
+        job.known = None
         code = job.proc.wait()
         if job.cancelled.is_set():
             return
         if os.path.exists(out_path) and code == 0:
-            from .mask_artifact import load_mask
-
             try:
-                result = load_mask(out_path, vocab)
+                result = load_mask(out_path, vocab, known=known)
             except GlrmaskError as e:
                 result = e
         elif os.path.exists(err_path):

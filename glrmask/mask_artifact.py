@@ -20,7 +20,7 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Mapping, NamedTuple, Optional
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from .lexer.dense import DenseLexer
 from .lr.table import LRTable
 from .vocab import Vocab
 
-__all__ = ["ARTIFACT_KIND", "save_mask", "load_mask", "cache_lookup", "cached_compile"]
+__all__ = ["ARTIFACT_KIND", "KnownParts", "save_mask", "load_mask", "cache_lookup", "cached_compile"]
 
 ARTIFACT_KIND = "glrmask.mask"
 _PREFIXES = {"lexer": "lex_", "lr": "lr_", "runtime": "rt_"}
@@ -74,16 +74,55 @@ def save_mask(mask, path: "str | os.PathLike[str]", *, warnings: bool = True) ->
     write_artifact(path, kind=ARTIFACT_KIND, meta=meta, arrays=arrays)
 
 
-def load_mask(path: "str | os.PathLike[str]", vocab: Vocab, *, verify: bool = True):
+class KnownParts(NamedTuple):
+    """A grammar and its LR table the loader already has (``mode="auto"``: the dynamic mask's),
+    with the forms an artifact stores them in — computed ahead, while the worker compiles."""
+
+    grammar: Grammar
+    table: LRTable
+    grammar_json: str
+    lr_arrays: dict
+
+    @classmethod
+    def of(cls, grammar: Grammar, table: LRTable) -> "KnownParts":
+        return cls(grammar, table, grammar.to_json(), _prefixed(_PREFIXES["lr"], table.to_arrays()))
+
+
+def _same_lr(arrays: Mapping[str, np.ndarray], known: dict) -> bool:
+    """Whether the artifact's LR arrays are exactly ``known`` (names, dtypes, shapes, values)."""
+    names = {k for k in arrays if k.startswith(_PREFIXES["lr"])}
+    if names != set(known):
+        return False
+    for k, v in known.items():
+        a = arrays[k]
+        if a.dtype != v.dtype or a.shape != v.shape or not np.array_equal(a, v):
+            return False
+    return True
+
+
+def load_mask(path: "str | os.PathLike[str]", vocab: Vocab, *, verify: bool = True,
+              known: Optional[KnownParts] = None):
     """Load a mask written by :func:`save_mask` for ``vocab``. ``verify=False`` skips the checksum
-    (the only step that reads the whole file); the arrays are validated either way."""
+    (the only step that reads the whole file); the arrays are validated either way.
+
+    ``known``: a grammar and LR table the caller has; when the artifact's are exactly those (the
+    grammar's JSON text and every LR array compared), the mask uses them instead of decoding and
+    validating its own copies. Why: ``mode="auto"`` loads its worker's artifact in a thread of the
+    serving process, and decoding those two held the GIL for most of the ~8-16 ms a hand-over
+    took from the decode loop."""
     from .api import Mask
 
     art = read_artifact(path, kind=ARTIFACT_KIND, expect_fingerprint=vocab.fingerprint, verify=verify)
     meta, arrays = art.meta, art.arrays
     try:
-        grammar = Grammar.from_json(meta["grammar"])
-        table = LRTable.from_arrays(arrays, prefix=_PREFIXES["lr"])
+        if known is not None and meta["grammar"] == known.grammar_json:
+            grammar = known.grammar
+        else:
+            grammar = Grammar.from_json(meta["grammar"])
+        if known is not None and _same_lr(arrays, known.lr_arrays):
+            table = known.table
+        else:
+            table = LRTable.from_arrays(arrays, prefix=_PREFIXES["lr"])
         lexer = DenseLexer.from_arrays(arrays, prefix=_PREFIXES["lexer"])
         stored = _unprefixed(_PREFIXES["runtime"], arrays)
         mask = Mask.__new__(Mask)

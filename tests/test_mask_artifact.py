@@ -86,6 +86,27 @@ def test_a_loaded_mask_keeps_warnings_and_stage_statistics(json_saved, gpt2):
     assert loaded.mode == loaded.active_mode == "static"
 
 
+def test_a_load_reuses_the_grammar_and_lr_table_the_caller_knows_when_they_are_the_artifacts(json_saved, gpt2):
+    """``mode="auto"`` loads its worker's artifact knowing the grammar and LR table it holds."""
+    from glrmask.mask_artifact import KnownParts, load_mask
+
+    mask, path = json_saved
+    dynamic = glrmask.compile(JSON_GRAMMAR, gpt2, mode="dynamic")
+    loaded = load_mask(path, gpt2, known=KnownParts.of(dynamic.grammar, dynamic.table))
+    assert loaded.grammar is dynamic.grammar and loaded.table is dynamic.table
+    assert walk_both(mask, loaded, random.Random(3), 40) > 10
+
+
+def test_a_load_decodes_its_own_grammar_and_lr_table_when_the_known_ones_differ(json_saved, gpt2):
+    from glrmask.mask_artifact import KnownParts, load_mask
+
+    mask, path = json_saved
+    other = glrmask.compile('start: "a" "b"', gpt2, format="lark", mode="dynamic")
+    loaded = load_mask(path, gpt2, known=KnownParts.of(other.grammar, other.table))
+    assert loaded.grammar is not other.grammar and loaded.table is not other.table
+    assert walk_both(mask, loaded, random.Random(4), 40) > 10
+
+
 def test_a_dynamic_mask_cannot_be_saved(tmp_path):
     case = CASE_BY_NAME["non_lalr"]
     mask = glrmask.compile(case.grammar, tiny_vocab(list(case.pieces)), format="lark", mode="dynamic")
