@@ -8,7 +8,8 @@ Usage:
 For the first ``--n`` schemas of each split (``*.jsonl.gz``, one JSON object with a ``"schema"``
 per line), in a fresh forked process per schema (so no schema profits from another's caches, and
 one that overruns its budget by far can be killed): the front-end (``lower_json_schema_ir``, the
-lowering straight to grammar IR that ``compile_json_schema`` runs), normalization, the LR table and the lazy lexer are timed directly, then the whole
+lowering straight to grammar IR that ``compile_json_schema`` runs), normalization, the LR table
+and the lazy lexer are timed directly, then the whole
 ``glrmask.compile_json_schema(schema, vocab, mode="static", limits={"max_seconds": S})`` is timed,
 and its own stage reports (``on_stage``: dense lexer, stack effects, Terminal DWA, token classes,
 Parser DWA) fill the remaining columns. ``total`` is the wall time of that public call (its
