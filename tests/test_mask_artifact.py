@@ -107,6 +107,21 @@ def test_a_load_decodes_its_own_grammar_and_lr_table_when_the_known_ones_differ(
     assert walk_both(mask, loaded, random.Random(4), 40) > 10
 
 
+def test_a_load_checks_the_known_grammar_and_lr_table_one_by_one(json_saved, gpt2):
+    """Known parts whose grammar matches the artifact but whose LR arrays do not: the grammar is
+    reused, the artifact's own LR table decoded and validated."""
+    from glrmask.mask_artifact import KnownParts, load_mask
+
+    mask, path = json_saved
+    dynamic = glrmask.compile(JSON_GRAMMAR, gpt2, mode="dynamic")
+    small = glrmask.compile('start: "a" "b"', gpt2, format="lark", mode="dynamic")
+    other = KnownParts.of(small.grammar, small.table)
+    known = KnownParts(dynamic.grammar, other.table, dynamic.grammar.to_json(), other.lr_arrays)
+    loaded = load_mask(path, gpt2, known=known)
+    assert loaded.grammar is dynamic.grammar and loaded.table is not other.table
+    assert walk_both(mask, loaded, random.Random(5), 40) > 10
+
+
 def test_a_dynamic_mask_cannot_be_saved(tmp_path):
     case = CASE_BY_NAME["non_lalr"]
     mask = glrmask.compile(case.grammar, tiny_vocab(list(case.pieces)), format="lark", mode="dynamic")
