@@ -45,13 +45,10 @@ def explore_rows(explorer, const int32_t[:, ::1] rows) -> None:
     cdef object nat = explorer.native
     cdef object step = lexer.step
     cdef object set_step_events = nat.set_step_events
-    cdef list group_of = explorer._group_of
-    cdef list groups = explorer._groups
     cdef object has_alive = nat.has_alive
     cdef Py_ssize_t i, n = rows.shape[0], done = 0
     cdef int kind, a, b, q2
     cdef tuple res, ev
-    cdef object byte_set
     try:
         for i in range(n):
             done = i + 1
@@ -62,10 +59,7 @@ def explore_rows(explorer, const int32_t[:, ::1] rows) -> None:
                 res = <tuple?>step(a, b)
                 for ev in <tuple?>res[1]:
                     _cond(lexer, nat, ev[1])
-                byte_set = groups[<Py_ssize_t>group_of[b]]
-                if byte_set is None:
-                    byte_set = explorer._group_bytes(b)
-                set_step_events(a, byte_set, res[0], res[1])
+                set_step_events(a, b, res[0], res[1])  # b's whole byte group
                 q2 = res[0]
                 if q2 >= 0 and not has_alive(q2):
                     # the walk asks next whether a lane in q2 survives: answered now, not in

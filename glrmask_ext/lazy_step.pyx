@@ -16,7 +16,7 @@ even a bad argument behaves as in the reference, :func:`glrmask.lexer.lexer._pyt
 
 cimport cpython.array as carray
 
-from glrmask_ext.lexer_compile import advance as _advance
+from glrmask_ext.lexer_compile cimport advance as _advance
 from glrmask.lexer import program as _program
 
 cdef int K_CHAR = _program.CHAR

@@ -1148,21 +1148,63 @@ def configure_advance(int mid_kind, int dead, int final):
     _CLS_FINAL = final
 
 
-def advance(prog, Py_ssize_t pc, int byte):
+cdef class _ProgView:
+    """The program's arrays, class list and memos, fetched once per program instead of eight
+    attribute lookups per :func:`advance` (a cold dynamic mask advances ~200 pcs, most of them
+    memo misses: the attribute lookups were half of each call). The objects are the program's
+    own — its arrays grow in place, its dicts and class list are never rebound — so the view
+    stays exact while the program lives; it is dropped when the program goes."""
+    cdef object ref  # weak reference to the program
+    cdef array.array kind, A, B, Cc, D
+    cdef list classes
+    cdef dict memo, mid_ids
+
+
+cdef _ProgView _view = None  # the view of the program advanced last
+
+
+def _forget_view(ref) -> None:
+    global _view
+    if _view is not None and _view.ref is ref:
+        _view = None
+
+
+cdef _ProgView _prog_view(object prog):
+    global _view
+    cdef _ProgView v = _view
+    if v is not None and v.ref() is prog:
+        return v
+    import weakref
+    v = _ProgView.__new__(_ProgView)
+    v.ref = weakref.ref(prog, _forget_view)
+    v.kind = prog.kind
+    v.A = prog.a
+    v.B = prog.b
+    v.Cc = prog.c
+    v.D = prog.d
+    v.classes = prog.classes
+    v.memo = prog._advanced
+    v.mid_ids = prog._mid_ids
+    _view = v
+    return v
+
+
+cpdef object advance(object prog, Py_ssize_t pc, int byte):
     """``glrmask.lexer.program.Program.advance`` (memoized in the same ``_advanced`` dict, MIDs
     interned in the same ``_mid_ids``): the program's arrays read in C, the class's memoized
     step read straight from its table. Every lane, atom and condition step of the lexer goes
-    through it."""
-    cdef dict memo = prog._advanced
+    through it (``glrmask_ext.lazy_step`` calls it as a C function: ``lexer_compile.pxd``)."""
+    cdef _ProgView v = _prog_view(prog)
+    cdef dict memo = v.memo
     cdef object key = (pc << 8) | byte
     cdef object hit = memo.get(key)
     if hit is not None:
         return hit
-    cdef array.array kind = prog.kind
-    cdef array.array A = prog.a
-    cdef array.array B = prog.b
-    cdef array.array Cc = prog.c
-    cdef array.array D = prog.d
+    cdef array.array kind = v.kind
+    cdef array.array A = v.A
+    cdef array.array B = v.B
+    cdef array.array Cc = v.Cc
+    cdef array.array D = v.D
     cdef Py_ssize_t n = Py_SIZE(kind)
     if not 0 <= pc < n:
         raise IndexError("pc out of range")
@@ -1175,7 +1217,7 @@ def advance(prog, Py_ssize_t pc, int byte):
     else:
         cstate = B.data.as_ints[pc]
         nxt = Cc.data.as_ints[pc]
-    cdef object bc = prog.classes[cls]
+    cdef object bc = v.classes[cls]
     cdef object got = (<dict>(<list>bc._trans)[cstate]).get(byte)
     if got is None:
         r = bc.step(cstate, byte)
@@ -1189,7 +1231,7 @@ def advance(prog, Py_ssize_t pc, int byte):
         res = nxt
     else:
         mkey = (cls, r, nxt)
-        mid = prog._mid_ids.get(mkey)
+        mid = v.mid_ids.get(mkey)
         if mid is None:
             array.resize_smart(kind, n + 1)
             array.resize_smart(A, n + 1)
@@ -1202,7 +1244,7 @@ def advance(prog, Py_ssize_t pc, int byte):
             Cc.data.as_ints[n] = nxt
             D.data.as_ints[n] = 0
             mid = n
-            prog._mid_ids[mkey] = mid
+            v.mid_ids[mkey] = mid
         res = mid
     memo[key] = res
     return res

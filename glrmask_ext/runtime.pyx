@@ -295,6 +295,9 @@ ctypedef struct CLazy:
     int32_t chunk_used
     int32_t has_groups     # byte_group set (set_byte_groups): missing entries are deduplicated
     int32_t byte_group[256]  # byte -> its byte group (bytes every lexer state steps alike)
+    uint8_t group_bytes[256]   # the bytes, group by group (ascending within one) ...
+    int32_t group_at[256]      # ... and where each byte's group starts in group_bytes
+    int32_t group_len[256]     # ... and how many bytes it has (byte -> its group's slice)
     # lexeme memos (built on first use, then shared by every request)
     int memo_flag          # try-lock of the builder (a busy builder is bypassed, never awaited)
     int64_t memo_bytes
@@ -389,7 +392,8 @@ ctypedef struct CTables:
     const uint64_t* tr_subbytes  # per node, 4 words: the bytes below it (NULL: not given)
     const int32_t* tr_sub_lo     # per node, the internal ids of its subtree's tokens
     const int32_t* tr_sub_hi
-    const int32_t* tr_pack       # per node (end, internal, depth << 8 | byte): one load for a walk's step
+    const int32_t* tr_pack       # per node (end, internal, depth << 16 | below << 8 | byte): one load
+                                 # for a walk's step (below: the coarse byte classes under the node)
     # expansion cache
     int* slot_flag
     uint64_t* slot_hash
@@ -417,16 +421,50 @@ cdef inline const int32_t* _i32(object a):
     return <const int32_t*>cnp.PyArray_DATA(a)
 
 
+COARSE_CLASS = np.zeros(256, dtype=np.uint8)
+"""The coarse byte class of each byte, as a bit (8 classes): controls and DEL, ``"``, ``\\``, the
+other printable ASCII bytes, UTF-8 continuation bytes, and the 2-, 3- and 4-byte lead bytes —
+the classes a JSON string's body tells apart. A lexeme walk's loop test (``_memo_walk``) decides
+most subtrees from the classes under a node (:func:`_trie_packed`) and the classes a state loops
+on wholly or not at all (``_loop_words``), without loading the subtree's 32-byte byte set."""
+COARSE_CLASS[:0x20] = 1
+COARSE_CLASS[0x7F] = 1
+COARSE_CLASS[0x20:0x7F] = 8
+COARSE_CLASS[ord('"')] = 2
+COARSE_CLASS[ord("\\")] = 4
+COARSE_CLASS[0x80:0xC0] = 16
+COARSE_CLASS[0xC0:0xE0] = 32
+COARSE_CLASS[0xE0:0xF0] = 64
+COARSE_CLASS[0xF0:] = 128
+
+
+cdef uint8_t _coarse[256]
+for _b in range(256):
+    _coarse[_b] = COARSE_CLASS[_b]
+
+
 def _trie_packed(trie: dict, depth, byte, internal, end) -> np.ndarray:
     """The node fields a lexeme walk reads, side by side (``int32[n, 3]``: subtree end, internal
-    token, ``depth << 8 | byte``): once per trie (its dict). A walk that skips subtrees lands on
-    a node whose four fields were four cache misses apart."""
+    token, ``depth << 16 | below << 8 | byte``, ``below`` the :data:`COARSE_CLASS` bits of the
+    bytes under the node — all eight where the trie gives no subtree bytes): once per trie (its
+    dict). A walk that skips subtrees lands on a node whose four fields were four cache misses
+    apart."""
     hit = trie.get("_node_packed")
     if hit is None:
+        below = np.full(len(depth), 255, dtype=np.int64)
+        sb = trie.get("node_subtree_bytes")
+        if sb is not None and np.shape(sb) == (len(depth), 4):
+            words = np.asarray(sb, dtype=np.uint64)
+            below[:] = 0
+            for k in range(8):  # class k's bytes as 4 words; a node has it below if any is set
+                members = np.zeros(256, dtype=bool)
+                members[COARSE_CLASS == (1 << k)] = True
+                cls_words = np.packbits(members, bitorder="little").view("<u8").astype(np.uint64)
+                below |= np.where((words & cls_words).any(axis=1), 1 << k, 0)
         hit = np.empty((len(depth), 3), dtype=np.int32)
         hit[:, 0] = end
         hit[:, 1] = internal
-        hit[:, 2] = (depth.astype(np.int64) << 8) | byte
+        hit[:, 2] = (depth.astype(np.int64) << 16) | (below << 8) | byte
         trie["_node_packed"] = hit
     return hit
 
@@ -662,16 +700,30 @@ cdef class LazyLexer:
             evr[byte_set[k]] = ref
             glr_store_i32(&tr[byte_set[k]], q2)
 
-    def set_step_events(self, int32_t q, const uint8_t[::1] byte_set, int32_t q2, object events_in) -> None:
-        """:meth:`set_step` with the lexer's own events ``((term, cond), …)`` (no flat array
-        built per entry: the explorer calls this once per lexer entry it explores)."""
+    cdef const uint8_t* _group_of_byte(self, int b, Py_ssize_t* n) except NULL:
+        """The bytes of ``b``'s byte group (:meth:`set_byte_groups`; ``b`` alone before it)."""
+        if not 0 <= b < 256:
+            raise ValueError(f"not a byte: {b}")
+        if not self.z.has_groups:  # (group_bytes is free for this until the groups are set)
+            self.z.group_bytes[b] = <uint8_t>b
+            n[0] = 1
+            return &self.z.group_bytes[b]
+        n[0] = self.z.group_len[b]
+        return &self.z.group_bytes[self.z.group_at[b]]
+
+    def set_step_events(self, int32_t q, int b, int32_t q2, object events_in) -> None:
+        """``step(q, x) = (q2, events)`` for every byte ``x`` of ``b``'s byte group, with the
+        lexer's own events ``((term, cond), …)``: the explorer's call per lexer entry it explores
+        — no array built per entry (an argument array's buffer view cost as much as the rest of
+        the call)."""
         cdef int32_t buf[2 * 64]
         cdef tuple events = events_in if type(events_in) is tuple else tuple(events_in)
-        cdef Py_ssize_t n = len(events), k
+        cdef Py_ssize_t n = len(events), k, m
         cdef int32_t ref
+        cdef const uint8_t* members = self._group_of_byte(b, &m)
         if n > 64:
             flat = np.asarray([x for e in events for x in e], dtype=np.int32)
-            self.set_step(q, byte_set, q2, flat)
+            self.set_step(q, np.asarray([members[k] for k in range(m)], dtype=np.uint8), q2, flat)
             return
         for k in range(n):
             buf[2 * k] = events[k][0]
@@ -682,26 +734,29 @@ cdef class LazyLexer:
         ref = self._events_at(buf, n)
         tr = <int32_t*>_lz_peek(self.z.trans, q)
         evr = <int32_t*>_lz_peek(self.z.evref, q)
-        for k in range(byte_set.shape[0]):
-            evr[byte_set[k]] = ref
-            glr_store_i32(&tr[byte_set[k]], q2)
+        for k in range(m):
+            evr[members[k]] = ref
+            glr_store_i32(&tr[members[k]], q2)
 
     def set_alive(self, int32_t q, const uint64_t[::1] words) -> None:
         """The terminals whose lane lives in state ``q`` (a bitset of ``fut_words`` words); whether
         each has a future is asked for separately (:meth:`set_future`)."""
+        if words.shape[0] != self.z.fut_words:
+            raise ValueError(f"futures need {self.z.fut_words} words")
+        self._set_alive(q, &words[0])
+
+    cdef void _set_alive(self, int32_t q, const uint64_t* words) except *:
         cdef uint64_t* w
         cdef void** futs
         cdef int32_t fw = self.z.fut_words
         self._check_state(q)
-        if words.shape[0] != fw:
-            raise ValueError(f"futures need {fw} words")
         if _lz_peek(self.z.fut, q) != NULL:
             return
         futs = _lz_chunk(self.z.fut, q, sizeof(void*))
         w = <uint64_t*>calloc(3 * fw, sizeof(uint64_t))
         if w == NULL:
             raise MemoryError("glrmask runtime: out of memory in the dynamic lexer")
-        memcpy(w, &words[0], fw * sizeof(uint64_t))
+        memcpy(w, words, fw * sizeof(uint64_t))
         glr_store_ptr(&futs[q & (LZ_CHUNK - 1)], w)
 
     def has_alive(self, int32_t q) -> bool:
@@ -712,15 +767,25 @@ cdef class LazyLexer:
         """:meth:`set_alive` from the live terminals' ids, then :meth:`set_future` true for each of
         ``with_future`` (terminals whose every lane has a future): one call per explored state."""
         cdef int32_t fw = self.z.fut_words
-        cdef uint64_t[::1] words = np.zeros(fw, dtype=np.uint64)
+        cdef uint64_t small[8]
+        cdef uint64_t* words = &small[0]
+        if fw > 8:
+            words = <uint64_t*>malloc(fw * sizeof(uint64_t))
         cdef object term
         cdef int64_t x
-        for term in alive:
-            x = term
-            if x < 0 or x >= 64 * fw:
-                raise ValueError("set_alive_terms: not a terminal of the lexer")
-            words[x >> 6] |= (<uint64_t>1) << (x & 63)
-        self.set_alive(q, words)
+        if words == NULL:
+            raise MemoryError("glrmask runtime: out of memory in the dynamic lexer")
+        memset(words, 0, fw * sizeof(uint64_t))
+        try:
+            for term in alive:
+                x = term
+                if x < 0 or x >= 64 * fw:
+                    raise ValueError("set_alive_terms: not a terminal of the lexer")
+                words[x >> 6] |= (<uint64_t>1) << (x & 63)
+            self._set_alive(q, words)
+        finally:
+            if words != &small[0]:
+                free(words)
         for term in with_future:
             self.set_future(q, term, True)
 
@@ -754,11 +819,28 @@ cdef class LazyLexer:
         steps alike, so exploring one byte of a group answers them all). From then on the
         entries handed to the explorer are distinct, byte steps once per group (see
         ``Tables.attach_dynamic``): a walk asks for the same entry from many trie nodes."""
-        cdef int k
+        cdef int k, g, at = 0
+        cdef int32_t start[256]
+        cdef int32_t size[256]
         if group_of.shape[0] != 256:
             raise ValueError("set_byte_groups: one group per byte (256)")
+        memset(size, 0, sizeof(size))
         for k in range(256):
+            if not 0 <= group_of[k] < 256:
+                raise ValueError("set_byte_groups: groups are numbered 0..255")
             self.z.byte_group[k] = <int32_t>group_of[k]
+            size[group_of[k]] += 1
+        for g in range(256):  # a counting sort: each group's bytes, ascending
+            start[g] = at
+            at += size[g]
+        for k in range(256):
+            g = self.z.byte_group[k]
+            self.z.group_bytes[start[g]] = <uint8_t>k
+            start[g] += 1
+        for k in range(256):
+            g = self.z.byte_group[k]
+            self.z.group_len[k] = size[g]
+            self.z.group_at[k] = start[g] - size[g]
         self.z.has_groups = 1
 
     def has_cond(self, int32_t c) -> bool:
@@ -777,11 +859,13 @@ cdef class LazyLexer:
             flags |= CI_SAT
         (<uint8_t*>_lz_chunk(self.z.cinfo, c, sizeof(uint8_t)))[c & (LZ_CHUNK - 1)] = flags
 
-    def set_cond_step(self, int32_t c, const uint8_t[::1] byte_set, int32_t c2) -> None:
-        """``cond_step(c, b) = c2`` for every byte of ``byte_set`` (``c2`` already :meth:`set_cond`)."""
+    def set_cond_step(self, int32_t c, int b, int32_t c2) -> None:
+        """``cond_step(c, x) = c2`` for every byte ``x`` of ``b``'s byte group (``c2`` already
+        :meth:`set_cond`)."""
         cdef int32_t* row
         cdef void** rows
-        cdef Py_ssize_t k
+        cdef Py_ssize_t k, m
+        cdef const uint8_t* members = self._group_of_byte(b, &m)
         self._check_cond(c)
         self._check_cond(c2)
         row = <int32_t*>_lz_peek(self.z.ctrans, c)
@@ -794,8 +878,8 @@ cdef class LazyLexer:
                 row[k] = UNKNOWN
             glr_store_ptr(&rows[c & (LZ_CHUNK - 1)], row)
             self.n_cond_rows += 1
-        for k in range(byte_set.shape[0]):
-            glr_store_i32(&row[byte_set[k]], c2)
+        for k in range(m):
+            glr_store_i32(&row[members[k]], c2)
 
 
 def _row_bits(const int32_t[::1] ptr, const int32_t[::1] term):
@@ -960,8 +1044,8 @@ cdef class Tables:
             if ids.shape[0] and (ids.min() < 0 or ids.max() >= t.n_words * 32):
                 raise ValueError("runtime: a trie token id outside the mask")
         t.tr_max_depth = <int32_t>_trie_max_depth(trie, g["tr_node_depth"])
-        if t.tr_max_depth >= (1 << 23):
-            raise ValueError("runtime: a trie deeper than 2**23 bytes")
+        if t.tr_max_depth >= (1 << 15):
+            raise ValueError("runtime: a token longer than 32767 bytes")
         self._keep["tr_pack"] = _trie_packed(trie, g["tr_node_depth"], g["tr_node_byte"], g["tr_node_internal"],
                                              g["tr_node_subtree_end"])
         t.tr_pack = <const int32_t*>cnp.PyArray_DATA(self._keep["tr_pack"])
@@ -1073,6 +1157,7 @@ ctypedef struct CFamily:
     void** m_rows          # per level: that state's step row and event-reference row
     int32_t lp_key[64]     # looping bytes of recent lexer states (key q + 1; 0: empty slot)
     uint64_t lp_words[256]
+    int32_t lp_cls[64]     # their coarse classes (runtime.COARSE_CLASS bits): looped on wholly | not at all << 8
     IVec m_cache           # per seq of the memo being evaluated: offset of its stacks in m_cpool
     IVec m_cpool           # … ([n, nodes…]), -1 dead, -2 not computed yet
     IVec m_key             # the configuration key of the mask being computed (shared cache)
@@ -2382,7 +2467,8 @@ cdef int _survives_r(const CTables* t, CFamily* f, int32_t q2, const uint64_t* r
 cdef const uint64_t* _loop_words(const CTables* t, CFamily* f, int32_t q) noexcept nogil:
     """The bytes on which lexer state ``q`` steps to itself with no event, as 4 words — known
     entries only (one not explored yet is no loop, so the set only errs towards fewer bytes) —
-    cached per family in a small direct-mapped table (cleared when a memo build starts)."""
+    cached per family in a small direct-mapped table (cleared when a memo build starts), with
+    their coarse classes in ``f.lp_cls[q & 63]`` (:data:`COARSE_CLASS`)."""
     cdef int slot = q & 63
     cdef uint64_t* w = &f.lp_words[slot * 4]
     cdef int32_t* row
@@ -2404,6 +2490,14 @@ cdef const uint64_t* _loop_words(const CTables* t, CFamily* f, int32_t q) noexce
             for b in range(256):
                 if glr_load_i32(&row[b]) == q and evr[b] < 0:
                     w[b >> 6] |= (<uint64_t>1) << (b & 63)
+    cdef int full = 255, none = 255, bit
+    for b in range(256):  # the coarse classes q loops on wholly, and those it never loops on
+        bit = _coarse[b]
+        if (w[b >> 6] >> (b & 63)) & 1:
+            none &= ~bit
+        else:
+            full &= ~bit
+    f.lp_cls[slot] = full | (none << 8)
     f.lp_key[slot] = q + 1
     return w
 
@@ -2418,7 +2512,7 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
     cdef void** RW = f.m_rows
     cdef const int32_t* row
     cdef Py_ssize_t i = lo, k
-    cdef int32_t d, qp, q2, tok, b
+    cdef int32_t d, qp, q2, tok, b, below, lc
     cdef const uint64_t* lw
     cdef const uint64_t* sb
     cdef int32_t a, z
@@ -2433,7 +2527,7 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
     cdef Py_ssize_t bn = m.b_pairs.n
     while i < hi:
         node = P + 3 * i
-        d = node[2] >> 8
+        d = node[2] >> 16
         qp = LQ.d[d - 1]
         b = node[2] & 255
         # the parent's rows, looked up once per level (no entry is explored during a walk)
@@ -2485,8 +2579,16 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
             # in a loop (a string's body): when every byte below loops too, every token below
             # ends in q2, which survives — take them all, in trie order, without stepping
             lw = _loop_words(t, f, q2)
+            # most subtrees are decided by their coarse byte classes (in the node's packed
+            # fields): one class q2 never loops on fails the test, classes it loops on wholly
+            # pass it; only a mix loads the subtree's byte set
+            below = (node[2] >> 8) & 255
+            lc = f.lp_cls[q2 & 63]
+            if below & (lc >> 8):
+                i += 1
+                continue
             sb = t.tr_subbytes + 4 * i
-            if ((sb[0] & ~lw[0]) | (sb[1] & ~lw[1]) | (sb[2] & ~lw[2]) | (sb[3] & ~lw[3])) == 0:
+            if (below & ~lc & 255) == 0 or ((sb[0] & ~lw[0]) | (sb[1] & ~lw[1]) | (sb[2] & ~lw[2]) | (sb[3] & ~lw[3])) == 0:
                 a = t.tr_sub_lo[i] + (1 if tok >= 0 else 0)
                 z = t.tr_sub_hi[i]
                 while a < z:  # the subtree's internal ids are an interval (trie order)

@@ -246,3 +246,19 @@ def test_tokens_with_the_same_bytes_are_allowed_together_inside_a_lexeme(letters
         assert words.tobytes() == reference_words(mask, data).tobytes(), data
         for ids in twins:
             assert len({(int(words[i >> 5]) >> (i & 31)) & 1 for i in ids}) == 1, data
+
+
+@pytest.mark.parametrize("body", [r'(?:[^"\\\x00-\x1f]|\\["\\nt])*', r"[a-f0-9]*", r"[^\x00-\x1f]*"])
+def test_a_loop_takes_whole_subtrees_only_where_every_byte_below_loops(body):
+    """Inside a loop (a string's body) a lexeme walk takes a subtree's tokens at once when every
+    byte below the node loops; it decides that from the classes of bytes below (printable ASCII,
+    quote, backslash, controls, UTF-8 continuation and lead bytes) or, for a loop on part of a
+    class, from the exact bytes. Subtrees here mix every class below a looping prefix."""
+    stems = ["ab", "a1", "f0", "x "]
+    tails = ["", "c", "9", '"', "\\", "\\n", "\x01", "é", "中", "😀", "é\"", "cd", "ab\"", " \"x"]
+    pieces = sorted({s + t for s in stems for t in tails} | {'"', '"a', "a", "b", "1", '"}'})
+    mask = glrmask.compile(f'start: STR\nSTR: /"{body}"/', tiny_vocab(pieces), format="lark", mode="dynamic")
+    states = reachable_states(mask, max_depth=3, max_sets=80)
+    assert len(states) >= 3  # before the string, in its body, after it (and mid-character, escapes)
+    for state, data in states:
+        assert mask.get_mask(state).tobytes() == reference_words(mask, data).tobytes(), (body, data)

@@ -61,14 +61,12 @@ class LexerExplorer:
         self.native = LazyLexer(cap, cap, self.fut_words)
         self._lock = lock if lock is not None else threading.Lock()
         self._spent = threading.local()
-        group_of = [0] * 256
+        group_of = np.zeros(256, dtype=np.int64)
         for k, g in enumerate(lexer.byte_groups):
-            for b in g:
-                group_of[b] = k
-        self._group_of = group_of
-        self._group_arr = np.asarray(group_of, dtype=np.int64)
-        self.native.set_byte_groups(self._group_arr)  # the native side hands each entry over once
-        self._groups: list[Optional[np.ndarray]] = [None] * len(lexer.byte_groups)  # made when first stepped
+            group_of[list(g)] = k
+        # the native side hands each entry over once, and an explored byte step answers the
+        # byte's whole group
+        self.native.set_byte_groups(group_of)
         self.n_explored = 0
         self.next_terminals: Optional[tuple[np.ndarray, np.ndarray]] = None
         """``(act_lex, follow_lex)`` of the tables (:func:`glrmask.runtime.tables.next_terminal_arrays`):
@@ -106,7 +104,7 @@ class LexerExplorer:
             q2, events = lexer.step(a, b)
             for _term, cond in events:
                 self._cond(cond)
-            nat.set_step_events(a, self._group_bytes(b), q2, events)
+            nat.set_step_events(a, b, q2, events)
             if q2 >= 0 and not nat.has_alive(q2):
                 # the walk asks next whether a lane in q2 survives: answered now, not in another
                 # round trip (a long lexeme is a chain of new states)
@@ -125,17 +123,9 @@ class LexerExplorer:
         elif kind == self.M_COND_STEP:
             c2 = lexer.cond_step(a, b)
             self._cond(c2)
-            nat.set_cond_step(a, self._group_bytes(b), c2)
+            nat.set_cond_step(a, b, c2)
         else:
             self._cond(a)
-
-    def _group_bytes(self, b: int) -> np.ndarray:
-        """The bytes of ``b``'s byte group (they step alike in every lexer state)."""
-        k = self._group_of[b]
-        arr = self._groups[k]
-        if arr is None:
-            arr = self._groups[k] = np.asarray(sorted(self.lexer.byte_groups[k]), dtype=np.uint8)
-        return arr
 
     def _cond(self, c: int) -> None:
         if c >= 2 and not self.native.has_cond(c):
