@@ -36,6 +36,8 @@ cdef extern from "Python.h":
 from cpython cimport array
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.object cimport Py_SIZE
+from libc.stdint cimport int32_t, INT32_MIN
+from libc.stdlib cimport free, realloc
 from glrmask_ext.ascii_refine cimport refine_ascii_labels
 
 
@@ -1158,6 +1160,30 @@ cdef class _ProgView:
     cdef array.array kind, A, B, Cc, D
     cdef list classes
     cdef dict memo, mid_ids
+    # per class id, its step from the start state on each byte (INT32_MIN: not asked yet): a
+    # CHAR instruction's advance read in C, neither memo dict touched — the pcs of a repeat's
+    # copies are all distinct, so the (pc, byte) memo misses once per copy, while the class is
+    # one for every copy
+    cdef int32_t* first_step
+    cdef Py_ssize_t n_first
+
+    def __dealloc__(self):
+        free(self.first_step)
+
+    cdef int32_t* first_row(self, Py_ssize_t cls) except NULL:
+        """Class ``cls``'s row of :attr:`first_step`, the table grown to hold it."""
+        cdef Py_ssize_t n, k
+        cdef int32_t* grown
+        if cls >= self.n_first:
+            n = max(2 * self.n_first, cls + 64)
+            grown = <int32_t*>realloc(self.first_step, n * 256 * sizeof(int32_t))
+            if grown == NULL:
+                raise MemoryError("lexer: out of memory")
+            for k in range(self.n_first * 256, n * 256):
+                grown[k] = INT32_MIN
+            self.first_step = grown
+            self.n_first = n
+        return self.first_step + cls * 256
 
 
 cdef _ProgView _view = None  # the view of the program advanced last
@@ -1190,16 +1216,12 @@ cdef _ProgView _prog_view(object prog):
 
 
 cpdef object advance(object prog, Py_ssize_t pc, int byte):
-    """``glrmask.lexer.program.Program.advance`` (memoized in the same ``_advanced`` dict, MIDs
-    interned in the same ``_mid_ids``): the program's arrays read in C, the class's memoized
-    step read straight from its table. Every lane, atom and condition step of the lexer goes
-    through it (``glrmask_ext.lazy_step`` calls it as a C function: ``lexer_compile.pxd``)."""
+    """``glrmask.lexer.program.Program.advance`` (MIDs interned in the same ``_mid_ids``, a MID's
+    step memoized in the same ``_advanced`` dict): the program's arrays read in C, a CHAR's step
+    from its class's row (:class:`_ProgView`), a MID's from the class's memoized step. Every
+    lane, atom and condition step of the lexer goes through it (``glrmask_ext.lazy_step`` calls
+    it as a C function: ``lexer_compile.pxd``)."""
     cdef _ProgView v = _prog_view(prog)
-    cdef dict memo = v.memo
-    cdef object key = (pc << 8) | byte
-    cdef object hit = memo.get(key)
-    if hit is not None:
-        return hit
     cdef array.array kind = v.kind
     cdef array.array A = v.A
     cdef array.array B = v.B
@@ -1208,9 +1230,23 @@ cpdef object advance(object prog, Py_ssize_t pc, int byte):
     cdef Py_ssize_t n = Py_SIZE(kind)
     if not 0 <= pc < n:
         raise IndexError("pc out of range")
+    if not 0 <= byte < 256:
+        raise ValueError("not a byte")
     cdef int k = kind.data.as_uchars[pc]
     cdef int cls = A.data.as_ints[pc]
     cdef int cstate, nxt, r
+    cdef int32_t first
+    if k == _CHAR_K:
+        first = v.first_row(cls)[byte]
+        if first == _CLS_DEAD:
+            return -1
+        if first == _CLS_FINAL:
+            return B.data.as_ints[pc]
+    cdef dict memo = v.memo
+    cdef object key = (pc << 8) | byte
+    cdef object hit = memo.get(key)
+    if hit is not None:
+        return hit
     if k == _CHAR_K:
         cstate = 0
         nxt = B.data.as_ints[pc]
@@ -1223,6 +1259,12 @@ cpdef object advance(object prog, Py_ssize_t pc, int byte):
         r = bc.step(cstate, byte)
     else:
         r = got
+    if k == _CHAR_K:
+        v.first_row(cls)[byte] = r  # (the row read again: the step ran Python code)
+        if r == _CLS_DEAD:
+            return -1
+        if r == _CLS_FINAL:
+            return nxt
     cdef object res
     cdef object mkey, mid
     if r == _CLS_DEAD:
