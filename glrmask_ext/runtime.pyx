@@ -443,6 +443,32 @@ for _b in range(256):
     _coarse[_b] = COARSE_CLASS[_b]
 
 
+def _coarse_below(const uint64_t[:, ::1] sb):
+    """Per node, the :data:`COARSE_CLASS` bits of its subtree's byte set (4 words a node)."""
+    cdef uint64_t masks[4][8]
+    cdef Py_ssize_t i, n = sb.shape[0]
+    cdef int w, k, bits
+    for w in range(4):
+        for k in range(8):
+            masks[w][k] = 0
+    for w in range(256):
+        k = 0
+        while not (_coarse[w] >> k) & 1:
+            k += 1
+        masks[w >> 6][k] |= (<uint64_t>1) << (w & 63)
+    out = np.zeros(n, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    for i in range(n):
+        bits = 0
+        for w in range(4):
+            if sb[i, w]:
+                for k in range(8):
+                    if sb[i, w] & masks[w][k]:
+                        bits |= 1 << k
+        o[i] = bits
+    return out
+
+
 def _trie_packed(trie: dict, depth, byte, internal, end) -> np.ndarray:
     """The node fields a lexeme walk reads, side by side (``int32[n, 3]``: subtree end, internal
     token, ``depth << 16 | below << 8 | byte``, ``below`` the :data:`COARSE_CLASS` bits of the
@@ -454,13 +480,7 @@ def _trie_packed(trie: dict, depth, byte, internal, end) -> np.ndarray:
         below = np.full(len(depth), 255, dtype=np.int64)
         sb = trie.get("node_subtree_bytes")
         if sb is not None and np.shape(sb) == (len(depth), 4):
-            words = np.asarray(sb, dtype=np.uint64)
-            below[:] = 0
-            for k in range(8):  # class k's bytes as 4 words; a node has it below if any is set
-                members = np.zeros(256, dtype=bool)
-                members[COARSE_CLASS == (1 << k)] = True
-                cls_words = np.packbits(members, bitorder="little").view("<u8").astype(np.uint64)
-                below |= np.where((words & cls_words).any(axis=1), 1 << k, 0)
+            below = _coarse_below(np.ascontiguousarray(sb, dtype=np.uint64))
         hit = np.empty((len(depth), 3), dtype=np.int32)
         hit[:, 0] = end
         hit[:, 1] = internal
