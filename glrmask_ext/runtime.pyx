@@ -389,6 +389,7 @@ ctypedef struct CTables:
     const int32_t* tr_end
     const int32_t* i2o_ptr
     const int32_t* i2o_ids
+    const int32_t* i2o_one       # per internal token its original id when it has one, else -1
     const uint64_t* tr_subbytes  # per node, 4 words: the bytes below it (NULL: not given)
     const int32_t* tr_sub_lo     # per node, the internal ids of its subtree's tokens
     const int32_t* tr_sub_hi
@@ -486,6 +487,20 @@ def _trie_packed(trie: dict, depth, byte, internal, end) -> np.ndarray:
         hit[:, 1] = internal
         hit[:, 2] = (depth.astype(np.int64) << 16) | (below << 8) | byte
         trie["_node_packed"] = hit
+    return hit
+
+
+def _single_ids(trie: dict, ptr, ids) -> np.ndarray:
+    """Per internal token, its original id when it has exactly one (nearly all of them), else -1:
+    expanding a memo's ~100k internal tokens into original ids reads one array instead of two
+    offsets and a loop each. Once per trie (its dict)."""
+    hit = trie.get("_i2o_one")
+    if hit is None:
+        counts = np.diff(ptr)
+        hit = np.full(len(counts), -1, dtype=np.int32)
+        one = counts == 1
+        hit[one] = ids[ptr[:-1][one]]
+        trie["_i2o_one"] = hit
     return hit
 
 
@@ -1075,6 +1090,8 @@ cdef class Tables:
         t.tr_end = _i32(g["tr_node_subtree_end"])
         t.i2o_ptr = _i32(g["tr_i2o_ptr"])
         t.i2o_ids = _i32(g["tr_i2o_ids"])
+        self._keep["tr_i2o_one"] = _single_ids(trie, g["tr_i2o_ptr"], g["tr_i2o_ids"])
+        t.i2o_one = _i32(self._keep["tr_i2o_one"])
         if "node_subtree_bytes" in trie and "node_subtree_lo" in trie and "node_subtree_hi" in trie:
             sb = np.ascontiguousarray(trie["node_subtree_bytes"], dtype=np.uint64)
             lo = np.ascontiguousarray(trie["node_subtree_lo"], dtype=np.int32)
@@ -2434,6 +2451,10 @@ cdef inline void _set_token(const CTables* t, uint32_t* out, int32_t tok) noexce
     """Allow every original id of internal token ``tok`` (-1: no token ends here)."""
     cdef int32_t k, oid
     if tok >= 0:
+        oid = t.i2o_one[tok]
+        if oid >= 0:
+            out[oid >> 5] |= (<uint32_t>1) << (oid & 31)
+            return
         for k in range(t.i2o_ptr[tok], t.i2o_ptr[tok + 1]):
             oid = t.i2o_ids[k]
             out[oid >> 5] |= (<uint32_t>1) << (oid & 31)
@@ -2666,6 +2687,11 @@ cdef int _memo_build(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
                 return R_NOMEM
             for k in range(m.b_pairs.n):
                 tok = m.b_pairs.d[k]
+                oid = t.i2o_one[tok]
+                if oid >= 0:
+                    m.u_row[oid >> 5] |= (<uint32_t>1) << (oid & 31)
+                    n += 1
+                    continue
                 for e in range(t.i2o_ptr[tok], t.i2o_ptr[tok + 1]):
                     oid = t.i2o_ids[e]
                     m.u_row[oid >> 5] |= (<uint32_t>1) << (oid & 31)
