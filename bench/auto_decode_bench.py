@@ -54,12 +54,15 @@ def documents(rec: dict, tokenizer, n_docs: int, max_tokens: int) -> list[list[i
     return docs
 
 
-def replay(docs, new_request, step_s: float, phase=None):
+def replay(docs, new_request, step_s: float, phase=None, keep_gc: bool = False):
     """Per committed token: (TBM ns, static?) — the model step slept after each, untimed.
-    ``new_request()`` gives ``(fill, commit, words)``; ``phase()`` says whether masks are static."""
+    ``new_request()`` gives ``(fill, commit, words)``; ``phase()`` says whether masks are static.
+    ``keep_gc``: leave the garbage collector on, as in a server (its pauses land in whichever
+    token's TBM triggers them); by default it is off within a document and run between them."""
     clock = time.perf_counter_ns
     out: list[tuple[int, bool]] = []
-    gc.disable()
+    if not keep_gc:
+        gc.disable()
     try:
         for ids in docs:
             fill, commit, words = new_request()
@@ -75,7 +78,8 @@ def replay(docs, new_request, step_s: float, phase=None):
                     break
                 out.append((t1 - t0, static))
                 time.sleep(step_s)
-            gc.collect()
+            if not keep_gc:
+                gc.collect()
     finally:
         gc.enable()
     return out
@@ -100,6 +104,8 @@ def main() -> None:
     ap.add_argument("--step-ms", type=float, default=10.0, help="simulated model step after each token")
     ap.add_argument("--core", type=int, default=None, help="core to pin to (default: the last allowed one)")
     ap.add_argument("--no-llguidance", action="store_true")
+    ap.add_argument("--keep-gc", action="store_true",
+                    help="leave the garbage collector on within documents (as in a server)")
     args = ap.parse_args()
 
     import glrmask
@@ -152,7 +158,7 @@ def main() -> None:
                     out = np.zeros((1, mask.n_words), np.int32)
                     return (lambda: mask.fill_mask(st, out, 0)), st.commit, out[0].view(np.uint32)
 
-                g_tok += replay(docs, new_request, step, phase)
+                g_tok += replay(docs, new_request, step, phase, args.keep_gc)
                 if switched:
                     to_static.append(switched[0])
                 else:
@@ -172,13 +178,14 @@ def main() -> None:
                         r = ll.request(comp.handle)
                         return r.fill, r.commit, r.words
 
-                    l_tok += [t for t, _ in replay(docs, ll_request, step)]
+                    l_tok += [t for t, _ in replay(docs, ll_request, step, keep_gc=args.keep_gc)]
                 print(f"# {split} #{n} done", file=sys.stderr, flush=True)
 
     dyn = [t for t, s in g_tok if not s]
     sta = [t for t, s in g_tok if s]
     print(f"auto mode in a decode loop: {n_schemas} schemas, model step {args.step_ms:g} ms, "
-          f"up to {args.max_tokens} tokens per schema, core {core}\n")
+          f"up to {args.max_tokens} tokens per schema, core {core}, "
+          f"garbage collector {'on' if args.keep_gc else 'off within documents'}\n")
     print("| engine | tokens | TTFM p50 / p90 / max (ms) | TBM p50 / p90 / p99 / p99.9 / max (µs) |")
     print("|---|---:|---:|---:|")
     print(f"| glrmask (auto), all tokens | {len(g_tok)} | {ms(ttfm)} | {pct([t for t, _ in g_tok])} |")
