@@ -383,6 +383,8 @@ ctypedef struct CTables:
     int32_t tr_n
     int64_t* n_walks       # static tables: masks answered by the trie walk (lanes with no Parser-DWA root)
     int32_t tr_max_depth
+    int32_t tr_depth_shift       # where a node's depth starts in tr_pack[3 * i + 2] (16, or 8: below)
+    int32_t tr_below_all         # 255 when tr_pack holds no coarse classes (every class assumed below)
     const int32_t* tr_depth
     const uint8_t* tr_byte
     const int32_t* tr_internal
@@ -394,7 +396,8 @@ ctypedef struct CTables:
     const int32_t* tr_sub_lo     # per node, the internal ids of its subtree's tokens
     const int32_t* tr_sub_hi
     const int32_t* tr_pack       # per node (end, internal, depth << 16 | below << 8 | byte): one load
-                                 # for a walk's step (below: the coarse byte classes under the node)
+                                 # for a walk's step (below: the coarse byte classes under the node;
+                                 # a trie deeper than 32767 bytes packs depth << 8 | byte instead)
     # expansion cache
     int* slot_flag
     uint64_t* slot_hash
@@ -473,9 +476,9 @@ def _coarse_below(const uint64_t[:, ::1] sb):
 def _trie_packed(trie: dict, depth, byte, internal, end) -> np.ndarray:
     """The node fields a lexeme walk reads, side by side (``int32[n, 3]``: subtree end, internal
     token, ``depth << 16 | below << 8 | byte``, ``below`` the :data:`COARSE_CLASS` bits of the
-    bytes under the node — all eight where the trie gives no subtree bytes): once per trie (its
-    dict). A walk that skips subtrees lands on a node whose four fields were four cache misses
-    apart."""
+    bytes under the node — all eight where the trie gives no subtree bytes; ``depth << 8 | byte``
+    for a trie with a token of 32 KB or more): once per trie (its dict). A walk that skips
+    subtrees lands on a node whose four fields were four cache misses apart."""
     hit = trie.get("_node_packed")
     if hit is None:
         below = np.full(len(depth), 255, dtype=np.int64)
@@ -485,7 +488,10 @@ def _trie_packed(trie: dict, depth, byte, internal, end) -> np.ndarray:
         hit = np.empty((len(depth), 3), dtype=np.int32)
         hit[:, 0] = end
         hit[:, 1] = internal
-        hit[:, 2] = (depth.astype(np.int64) << 16) | (below << 8) | byte
+        if len(depth) and int(depth.max()) >= (1 << 15):  # no room: see Tables.tr_depth_shift
+            hit[:, 2] = (depth.astype(np.int64) << 8) | byte
+        else:
+            hit[:, 2] = (depth.astype(np.int64) << 16) | (below << 8) | byte
         trie["_node_packed"] = hit
     return hit
 
@@ -1079,8 +1085,12 @@ cdef class Tables:
             if ids.shape[0] and (ids.min() < 0 or ids.max() >= t.n_words * 32):
                 raise ValueError("runtime: a trie token id outside the mask")
         t.tr_max_depth = <int32_t>_trie_max_depth(trie, g["tr_node_depth"])
-        if t.tr_max_depth >= (1 << 15):
-            raise ValueError("runtime: a token longer than 32767 bytes")
+        if t.tr_max_depth >= (1 << 23):
+            raise ValueError("runtime: a trie deeper than 2**23 bytes")
+        # tokens of 32 KB or more leave no room for the coarse classes: the walk then assumes
+        # every class below each node (its loop test loads the exact byte sets, as before them)
+        t.tr_depth_shift = 16 if t.tr_max_depth < (1 << 15) else 8
+        t.tr_below_all = 0 if t.tr_depth_shift == 16 else 255
         self._keep["tr_pack"] = _trie_packed(trie, g["tr_node_depth"], g["tr_node_byte"], g["tr_node_internal"],
                                              g["tr_node_subtree_end"])
         t.tr_pack = <const int32_t*>cnp.PyArray_DATA(self._keep["tr_pack"])
@@ -2568,7 +2578,7 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
     cdef Py_ssize_t bn = m.b_pairs.n
     while i < hi:
         node = P + 3 * i
-        d = node[2] >> 16
+        d = node[2] >> t.tr_depth_shift
         qp = LQ.d[d - 1]
         b = node[2] & 255
         # the parent's rows, looked up once per level (no entry is explored during a walk)
@@ -2623,7 +2633,7 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
             # most subtrees are decided by their coarse byte classes (in the node's packed
             # fields): one class q2 never loops on fails the test, classes it loops on wholly
             # pass it; only a mix loads the subtree's byte set
-            below = (node[2] >> 8) & 255
+            below = ((node[2] >> 8) & 255) | t.tr_below_all
             lc = f.lp_cls[q2 & 63]
             if below & (lc >> 8):
                 i += 1

@@ -262,3 +262,20 @@ def test_a_loop_takes_whole_subtrees_only_where_every_byte_below_loops(body):
     assert len(states) >= 3  # before the string, in its body, after it (and mid-character, escapes)
     for state, data in states:
         assert mask.get_mask(state).tobytes() == reference_words(mask, data).tobytes(), (body, data)
+
+
+def test_a_vocabulary_with_a_token_of_40_kb_masks_alike_dynamically_and_statically():
+    """Tokens of 32 KB or more leave the trie no room for the coarse byte classes a lexeme walk
+    reads: it then falls back to each subtree's exact bytes, and masks stay the same."""
+    pieces = ["a", "ab", "b", '"', '"a', 'a"', "x" * 40_000, '"' + "x" * 40_000, "\\n", "é"]
+    vocab = tiny_vocab(pieces)
+    schema = {"type": "string"}
+    dynamic = glrmask.compile_json_schema(schema, vocab, mode="dynamic")
+    static = glrmask.compile_json_schema(schema, vocab, mode="static")
+    states = reachable_states(dynamic, max_depth=3, max_sets=40)
+    assert len(states) >= 3
+    for state, data in states:
+        assert dynamic.get_mask(state).tobytes() == reference_words(dynamic, data).tobytes(), data[:20]
+        twin = static.start()
+        assert twin.commit_bytes(data) if data else True
+        assert static.get_mask(twin).tobytes() == dynamic.get_mask(state).tobytes(), data[:20]
