@@ -1236,6 +1236,8 @@ cpdef object advance(object prog, Py_ssize_t pc, int byte):
     cdef int cls = A.data.as_ints[pc]
     cdef int cstate, nxt, r
     cdef int32_t first
+    if not 0 <= cls < len(v.classes):  # (the row table is sized by class ids)
+        raise IndexError("class id out of range")
     if k == _CHAR_K:
         first = v.first_row(cls)[byte]
         if first == _CLS_DEAD:
