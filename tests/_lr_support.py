@@ -154,8 +154,8 @@ CORPUS: dict[str, str] = {
     "ambiguous_sum": "e: e PLUS e | A",
     "not_lalr": """
         s: A e C | A f D | B e D | B f C
-        e: X
-        f: X""",
+        e: X Z
+        f: X Z""",
     "right_recursive": "s: A s | B",
     "right_recursive_list": """
         s: LB items RB | LB RB
@@ -206,8 +206,8 @@ CORPUS: dict[str, str] = {
         elements: value | elements COMMA value""",
     "reduce_reduce": """
         s: a X | b X | a Y
-        a: A
-        b: A""",
+        a: A Z
+        b: A Z""",
     "unreachable_and_unproductive": """
         s: A t | B
         t: C | t D | u

@@ -50,11 +50,11 @@ def test_lalr_fallback_is_logged_and_keeps_the_merge_conflicts():
 
 
 def test_shift_reduce_conflict_keeps_both_actions():
-    # LR(2): after A with lookahead B, either reduce a -> A or shift B
-    t = LRTable.build(normalize(bnf("s: a B C | A B D\na: A")))
+    # LR(2): after A Z with lookahead B, either reduce a -> A Z or shift B
+    t = LRTable.build(normalize(bnf("s: a B C | A Z B D\na: A Z")))
     cells = [a for a in _cells(t, "B") if a.is_conflict]
     assert len(cells) == 1
-    assert cells[0].shift is not None and [str(t.rules[r]) for r in cells[0].reduces] == ["a -> A"]
+    assert cells[0].shift is not None and [str(t.rules[r]) for r in cells[0].reduces] == ["a -> A Z"]
 
 
 def test_dangling_else_keeps_its_ambiguity_as_conflicts_after_normalization():
@@ -64,7 +64,7 @@ def test_dangling_else_keeps_its_ambiguity_as_conflicts_after_normalization():
 def test_reduce_reduce_conflict_keeps_every_rule():
     t = table("reduce_reduce")
     rules = {str(t.rules[r]) for a in _cells(t, "X") if len(a.reduces) > 1 for r in a.reduces}
-    assert rules == {"a -> A", "b -> A"}
+    assert rules == {"a -> A Z", "b -> A Z"}
 
 
 def test_ambiguous_grammar_keeps_conflicts():

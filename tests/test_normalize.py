@@ -114,7 +114,7 @@ def test_indirect_right_recursion_is_broken():
 
 
 def test_left_recursion_is_left_alone():
-    original = bnf("e: e PLUS t | t\nt: N")
+    original = bnf("e: e PLUS t | t\nt: N | LP e RP")
     assert normalize(original).rules == original.rules
 
 
@@ -178,3 +178,36 @@ def test_right_recursion_budget_names_its_step():
     text = "s: A s | B s | C s | D s | E s | F"
     with pytest.raises(GrammarTooComplex, match="right-recursion elimination"):
         normalize(bnf(text), max_rules=8)
+
+
+def test_a_nonterminal_whose_only_rule_is_one_terminal_is_replaced_by_it():
+    g = normalize(bnf("s: LB w items w RB | LB RB\nitems: N | items w N\nw: WS"))
+    assert "w" not in {r.lhs for r in g.rules}
+    assert Rule("s", ("LB", "WS", "items", "WS", "RB")) in g.rules
+
+
+def test_aliases_of_aliases_resolve_to_the_terminal():
+    g = normalize(bnf("s: a B | B a\na: b\nb: C"))
+    assert {r.lhs for r in g.rules} == {"s"}
+    assert set(g.rules) == {Rule("s", ("C", "B")), Rule("s", ("B", "C"))}
+
+
+def test_the_start_symbol_is_never_inlined():
+    g = normalize(bnf("s: A"))
+    assert g.rules == [Rule("s", ("A",))]
+
+
+def test_after_inlined_whitespace_the_lr_state_knows_its_context():
+    """The reason for inlining: under LALR(1) the one state ``w -> WS .`` of a ``w`` used before
+    every token reduces on the lookaheads of every context, so a stack topped by it says little
+    about which terminal comes next. With ``WS`` in place, the state after it acts only on what
+    can follow it where it was shifted."""
+    from glrmask.lr import LRTable
+
+    g = bnf("s: LB w k w C w v w RB | LB k C v RB | LB w k C v RB\nk: K1 | K2\nv: N | S\nw: WS")
+    t = LRTable.build(normalize(g), max_states=2)
+    ws = t.terminal_index["WS"]
+    after_ws = {a.shift for s in range(t.n_states) if (a := t.action(s, ws)).shift is not None}
+    acting = [sum(1 for x in range(t.n_terminals) if (b := t.action(u, x)).shift is not None or b.reduces)
+              for u in after_ws]
+    assert t.method == "lalr1" and max(acting) == 2  # K1 K2 | C | N S | RB

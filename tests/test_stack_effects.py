@@ -59,7 +59,7 @@ SMALL = {
     "empty_sentence": 'start: "a"*',
     "long_rule": 'start: s+\ns: "a" "b" "c" "d" "e" "f" | "a" "b" "c" "d" "e" "g"',
     "ignored_ws": 'start: "(" NAME ")"\nNAME: /[a-z]+/\n%ignore " "',
-    "reduce_reduce": 'start: a "x" | b "x" "x"\na: "y"\nb: "y"',
+    "reduce_reduce": 'start: a "x" | b "x" "x"\na: "y" "z"\nb: "y" "z"',
 }
 # larger grammars whose effect automata take seconds to build in pure Python
 # large tables: covered by the per-grammar tests, left out of the printed size summary
@@ -226,7 +226,7 @@ def test_reduce_reduce_conflict_puts_several_write_sequences_on_one_final():
     aut = effects.automaton(term_named(grammar, "x"))
     assert any(len(aut.finals(d)) == 2 for d in range(aut.n_states))
     glr = GLR(table)
-    (stack,) = glr.feed_names(glr.initial(), [term_named(grammar, "y")])
+    (stack,) = glr.feed_names(glr.initial(), [term_named(grammar, "y"), term_named(grammar, "z")])
     assert len(apply(effects, term_named(grammar, "x"), stack)) == 2
 
 

@@ -20,7 +20,9 @@ Steps, repeated until nothing changes (each under the ``max_rules`` budget):
    (``A -> α A | β`` ⇒ ``A -> N β | β``, ``N -> α | N α``). On dense components that can blow up,
    so it is capped at the size of the *right-corner* construction (O(|C| · rules + |C|²), see
    ``_break_by_right_corners``), which is used instead when the cap is hit;
-5. duplicate rules are removed.
+5. duplicate rules are removed;
+6. after the fixed point, terminal aliases — nonterminals whose only rule is ``A -> t`` — are
+   replaced by their terminal (:func:`inline_terminal_aliases`).
 
 The empty string: if ``ε ∈ L(G)`` the result has a fresh start symbol ``S0`` with exactly the rules
 ``S0 -> start`` and ``S0 -> ε`` (``S0`` occurs on no right-hand side). That ε-rule of the start symbol
@@ -216,9 +218,41 @@ def normalize(grammar: Grammar, *, max_rules: int | None = None, native: bool = 
     if max_rules is None:
         max_rules = current_budget().size_limit("normalize", "max_rules")
     with cyclic_gc_paused():  # tens of thousands of cycle-free rules and tuples
-        if native:
-            return _normalize_native(grammar, max_rules)
-        return _Normalizer(grammar, max_rules).run()
+        out = _normalize_native(grammar, max_rules) if native else _Normalizer(grammar, max_rules).run()
+        out.rules = inline_terminal_aliases(out.rules, out.start, out.terminals)
+        return out
+
+
+def inline_terminal_aliases(rules: list[Rule], start: str, terminals) -> list[Rule]:
+    """Replace every nonterminal whose only rule is ``A -> t`` (``t`` a terminal; ``A`` not the
+    start) by ``t`` on every right-hand side, and drop its rule (step 6 of the module docstring).
+
+    Why. Such an alias (JSON Schema's optional whitespace ``_w -> WS`` after ε-elimination, Lark's
+    ``string: ESCAPED_STRING``) adds an LR state ``A -> t .`` shared by every context ``A`` occurs
+    in, and under LALR(1) that state reduces on the union of all those contexts' lookaheads: for
+    ``_w`` every terminal of the grammar. A stack whose top is that state then tells a
+    terminal's stack effect nothing, every terminal reads one state deeper, and the Parser DWA
+    keeps a row of thousands of labels per boundary lexer state for it (Kubernetes schemas: 16 of
+    52 million edges). With ``t`` in place of ``A``, the state after ``t`` is the item of its own
+    context. The language is unchanged, and so is the normal form: no ε-rule appears, and a right
+    end ``A`` (with no outgoing right-end edge) becomes a terminal. Aliases of aliases resolve in
+    the same pass (``B -> A``, ``A -> t`` ⇒ ``B -> t`` ⇒ ``t``)."""
+    by_lhs = _by_lhs(rules)
+    alias = {a: rs[0].rhs[0] for a, rs in by_lhs.items()
+             if a != start and len(rs) == 1 and len(rs[0].rhs) == 1 and rs[0].rhs[0] in terminals}
+    if not alias:
+        return rules
+    changed = True
+    while changed:  # a rule B -> A whose A is an alias makes B one too once A is replaced
+        changed = False
+        for b, rs in by_lhs.items():
+            if b not in alias and b != start and len(rs) == 1 and len(rs[0].rhs) == 1 and rs[0].rhs[0] in alias:
+                alias[b] = alias[rs[0].rhs[0]]
+                changed = True
+    from glrmask_ext.ir_rules import new_rule  # untracked by the cyclic collector, as the normalizer's
+
+    return _dedupe([r if not any(x in alias for x in r.rhs) else new_rule(r.lhs, tuple([alias.get(x, x) for x in r.rhs]))
+                    for r in rules if r.lhs not in alias])
 
 
 def _normalize_native(grammar: Grammar, max_rules: int) -> Grammar:
