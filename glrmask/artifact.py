@@ -49,7 +49,9 @@ __all__ = [
 MAGIC = b"GLRMASK\0"
 #: Version of the container layout and header schema; a file with another version is refused.
 #: 2: the LR table is stored as sparse rows (``act_*``/``goto_*``) instead of dense tables.
-FORMAT_VERSION = 2
+#: 3: the Parser DWA starts per root and start class (``start_class``, ``start_ptr``,
+#: ``start_class_of``, ``start_target``) instead of one ``start_state`` per root.
+FORMAT_VERSION = 3
 
 _PREFIX = struct.Struct("<8sII")  # magic, format version, header length
 _ALIGN = 64

@@ -40,7 +40,7 @@ cimport numpy as cnp
 
 from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, qsort, realloc
+from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.string cimport memcmp, memcpy, memset
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
@@ -185,6 +185,58 @@ cdef inline void _place(int32_t* table, int64_t mask, uint64_t h, int32_t id) no
     while table[j] >= 0:
         j = (j + 1) & mask
     table[j] = id
+
+
+# --------------------------------------------------------------------------- interned int32 sequences
+cdef struct SeqTab:  # exact interning of int32 sequences, each with an int32 value
+    U64Vec hash
+    I64Vec off
+    I32Vec n
+    I32Vec arena
+    I32Vec val
+    int32_t* table
+    int64_t mask
+
+
+cdef int seq_find(SeqTab* T, const int32_t* a, int32_t n, uint64_t* h_out, int32_t* out) noexcept nogil:
+    """``out``: the id of sequence ``a[:n]``, or ``-1`` (then ``h_out`` is its hash, for :func:`seq_add`)."""
+    cdef uint64_t h = 0x3243f6a8885a308dULL
+    cdef int64_t j, i
+    cdef int32_t e
+    for i in range(n):
+        h = _fold(h, <uint64_t><uint32_t>a[i])
+    h = _mix(h ^ <uint64_t>n)
+    h_out[0] = h
+    j = <int64_t>(h & <uint64_t>T.mask)
+    while True:
+        e = T.table[j]
+        if e < 0:
+            break
+        if T.hash.p[e] == h and T.n.p[e] == n and memcmp(T.arena.p + T.off.p[e], a, <size_t>n * 4) == 0:
+            out[0] = e
+            return OK
+        j = (j + 1) & T.mask
+    out[0] = -1
+    return OK
+
+
+cdef int seq_add(SeqTab* T, const int32_t* a, int32_t n, uint64_t h, int32_t val, int32_t* out) noexcept nogil:
+    """Enter sequence ``a[:n]`` (not present; ``h`` from :func:`seq_find`) with value ``val``."""
+    cdef int32_t e = <int32_t>T.n.n
+    if u64_push(&T.hash, h) or i64_push(&T.off, T.arena.n) or i32_push(&T.n, n) or i32_push(&T.val, val) or \
+            i32_reserve(&T.arena, T.arena.n + n):
+        return E_MEM
+    memcpy(T.arena.p + T.arena.n, a, <size_t>n * 4)
+    T.arena.n += n
+    _place(T.table, T.mask, h, e)
+    if T.n.n * 2 > T.mask + 1 and _rehash(&T.table, &T.mask, T.hash.p, T.n.n):
+        return E_MEM
+    out[0] = e
+    return OK
+
+
+cdef void seq_free(SeqTab* T) noexcept nogil:
+    free(T.hash.p); free(T.off.p); free(T.n.p); free(T.arena.p); free(T.val.p); free(T.table)
 
 
 # --------------------------------------------------------------------------- the bitset pool
@@ -521,7 +573,20 @@ cdef class Builder:
     cdef I32Vec m_w
     # rows of finished states
     cdef I32Vec row_ptr, r_label, r_target, r_acc, d_target, d_acc
-    cdef I32Vec st_acc, st_state
+    cdef I32Vec st_acc, st_ptr, st_cls, st_proj
+    cdef int32_t* t_of_g        # global effect state -> its terminal
+    cdef int32_t* tc_ptr        # CSR: terminal t -> the start classes it is live in (ascending)
+    cdef int32_t* tc_cls
+    cdef int32_t n_start_classes, n_terms
+    cdef int32_t* ct_ptr        # CSR: start class -> its terminals (ascending)
+    cdef int32_t* ct_terms
+    cdef SeqTab tgroups         # a root's reads of one terminal, as (rs >> 32, rs, bitset id) triples
+    cdef SeqTab starts_memo     # (closure accept, terminal groups...) -> the state of those reads
+    cdef uint32_t* t_stamp      # per terminal: == gen when the current root reads it
+    cdef int32_t* t_group       # per terminal: its group in the current root
+    cdef uint32_t* c_stamp      # per start class: == gen when touched by the current root
+    cdef uint32_t gen
+    cdef I32Vec present, touched, kbuf
     cdef bint starts_done
     cdef int64_t next_x
     # scratch
@@ -540,6 +605,7 @@ cdef class Builder:
     # budgets
     cdef int64_t max_states, max_closures
     cdef double deadline, slice_end
+    cdef int64_t opened  # closures opened since the last deadline check (every stop resets it)
     cdef int failed
     cdef bint busy
 
@@ -555,8 +621,14 @@ cdef class Builder:
         self.first_step = NULL
         self.first_final = NULL
         self.pool.table = NULL
+        self.tgroups.table = NULL
+        self.starts_memo.table = NULL
+        self.t_stamp = NULL
+        self.t_group = NULL
+        self.c_stamp = NULL
 
-    def __init__(self, tdwa, automata, class_bits, long long max_states, long long max_closures):
+    def __init__(self, tdwa, automata, class_bits, long long max_states, long long max_closures,
+                 term_class_ptr, term_class, class_term_ptr, class_term, long n_start_classes):
         cdef cnp.ndarray cb = np.ascontiguousarray(class_bits, dtype=np.uint64)
         cdef int32_t zero_id
         if cb.ndim != 2 or cb.shape[1] < 1:
@@ -580,6 +652,26 @@ cdef class Builder:
             raise MemoryError
         self._load_tdwa(tdwa, cb)
         self._load_effects(automata)
+        if n_start_classes < 0:
+            raise ValueError("n_start_classes must be non-negative")
+        self.n_start_classes = <int32_t>n_start_classes
+        n_t = len(automata)
+        self.n_terms = <int32_t>n_t
+        self._csr_ok(term_class_ptr, n_t, len(term_class), "term_class_ptr")
+        self.tc_ptr = self._arr(term_class_ptr, "term_class_ptr", 0, len(term_class) + 1, n_t + 1)
+        self.tc_cls = self._arr(term_class, "term_class", 0, max(n_start_classes, 1), len(term_class))
+        self._csr_ok(class_term_ptr, n_start_classes, len(class_term), "class_term_ptr")
+        self.ct_ptr = self._arr(class_term_ptr, "class_term_ptr", 0, len(class_term) + 1, n_start_classes + 1)
+        self.ct_terms = self._arr(class_term, "class_term", 0, max(n_t, 1), len(class_term))
+        self.tgroups.mask = 1023
+        self.starts_memo.mask = 1023
+        if _new_table(&self.tgroups.table, 1024) or _new_table(&self.starts_memo.table, 1024):
+            raise MemoryError
+        self.t_stamp = <uint32_t*>calloc(max(n_t, 1), sizeof(uint32_t))
+        self.t_group = <int32_t*>calloc(max(n_t, 1), sizeof(int32_t))
+        self.c_stamp = <uint32_t*>calloc(max(n_start_classes, 1), sizeof(uint32_t))
+        if self.t_stamp == NULL or self.t_group == NULL or self.c_stamp == NULL:
+            raise MemoryError
         self.cmask = 1023
         self.smask = 1023
         self.top.mask = 1023
@@ -704,6 +796,8 @@ cdef class Builder:
                 raise ValueError("parser DWA input: a Terminal-DWA label names no effect automaton")
         self.n_labels = 1 + max(int(elab_a.max()) if elab_a.size else 0, int(wst_a.max()) if wst_a.size else 0)
         self.g_base = self._arr(base, "base", 0, max(n_g, 1), len(base))
+        self.t_of_g = self._arr(np.repeat(np.arange(len(base)), np.diff(np.asarray(base + [n_g], dtype=np.int64))),
+                                "t_of_g", 0, max(len(base), 1), n_g)
         self.e_ptr = self._arr(eptr, "edge_ptr", 0, n_e + 1, n_g + 1)
         self.e_label = self._arr(elab_a, "edge_label", 0, self.n_labels, n_e)
         self.e_target = self._arr(cat(etgt), "edge_target", -1, n_g, n_e)
@@ -761,7 +855,11 @@ cdef class Builder:
         free(self.r_rs.p); free(self.r_w.p)
         free(self.s_off.p); free(self.s_n.p); free(self.s_hash.p); free(self.m_rs.p); free(self.m_w.p)
         free(self.row_ptr.p); free(self.r_label.p); free(self.r_target.p); free(self.r_acc.p)
-        free(self.d_target.p); free(self.d_acc.p); free(self.st_acc.p); free(self.st_state.p)
+        free(self.d_target.p); free(self.d_acc.p); free(self.st_acc.p); free(self.st_ptr.p)
+        free(self.st_cls.p); free(self.st_proj.p)
+        seq_free(&self.tgroups); seq_free(&self.starts_memo)
+        free(self.t_stamp); free(self.t_group); free(self.c_stamp)
+        free(self.present.p); free(self.touched.p); free(self.kbuf.p)
         free(self.kstack.p); free(self.dflt_m.p); free(self.dflt_e.p); free(self.live_m.p); free(self.live_e.p)
         free(self.ev); free(self.names.p)
         free(self.top.keys.p); free(self.top.vals.p); free(self.top.table)
@@ -903,7 +1001,9 @@ cdef class Builder:
             j = (j + 1) & self.cmask
         if self.c_d.n >= self.max_closures:
             return E_CLOSURES
-        if (self.c_d.n & 1023) == 0:
+        self.opened += 1
+        if self.opened >= 1024:  # counted per run, not by memo size: a stop must not recur at once
+            self.opened = 0
             rc = self._check()
             if rc:
                 return rc
@@ -1231,31 +1331,140 @@ cdef class Builder:
         return OK
 
     cdef int _starts(self) noexcept nogil:
-        """The start of every root, in ``boundary_states`` order."""
-        cdef int64_t i, r
-        cdef int32_t c, rc, x
+        """The start of every root, in ``boundary_states`` order: per start class (ascending) in
+        which some read state of the root's closure is live, the state of those read states alone
+        (see :mod:`glrmask.compiler.parser_dwa`, *Start rows by label class*).
+
+        A class's state depends only on the root's reads of the class's terminals (and on what the
+        closure accepts at once, which every residual loses), so a root's reads are interned per
+        terminal and each class's state is memoized on (accept, those groups): a JSON string's
+        ~1,000 classes over ~8,000 roots are mostly lookups.
+
+        Resumable like the rows: a root's entries are committed when all are made (a stop inside
+        a closure drops the root's partial entries; redoing it re-interns the same states)."""
+        cdef int64_t i
+        cdef int rc
+        if self.st_ptr.n == 0 and i32_push(&self.st_ptr, 0):
+            return E_MEM
+        for i in range(self.st_acc.n, self.n_roots):
+            rc = self._start_root(i)
+            if rc:
+                self.st_cls.n = self.st_proj.n = self.st_ptr.p[i]
+                return rc
+        self.starts_done = True
+        return OK
+
+    cdef int _start_root(self, int64_t i) noexcept nogil:
+        """Root ``i``'s start entries and accept weight (see :meth:`_starts`)."""
+        cdef int64_t r, r0, n, k, j, e, off
+        cdef int32_t c, rc, x, t, g, cls, tg, gn, m
+        cdef uint64_t h
+        cdef bint odd
         cdef Level* L = self._level(0)
         if L == NULL:
             return E_MEM
-        self.st_acc.n = 0
-        self.st_state.n = 0
-        for i in range(self.n_roots):
-            self.depth = 0
-            self.kstack.n = 0
-            rc = self._closure(self.t_roots[i], 0, 0, &c)
-            if rc:
-                return rc
-            acc_clear(&L.reads)
-            memcpy(L.acc, pool_row(&self.pool, self.c_acc.p[c]), <size_t>self.W * 8)
-            for r in range(self.c_roff.p[c], self.c_roff.p[c] + self.c_rn.p[c]):
-                if acc_or(&L.reads, self.r_rs.p[r], pool_row(&self.pool, self.r_w.p[r]), self.r_w.p[r]):
-                    return E_MEM
-            rc = self._state(L, &x)
-            if rc:
-                return rc
-            if i32_push(&self.st_acc, self.c_acc.p[c]) or i32_push(&self.st_state, x):
+        self.depth = 0
+        self.kstack.n = 0
+        rc = self._closure(self.t_roots[i], 0, 0, &c)
+        if rc:
+            return rc
+        r0 = self.c_roff.p[c]
+        n = self.c_rn.p[c]
+        if n > self.mt_cap:
+            self.mt = <Member*>realloc(self.mt, <size_t>n * sizeof(Member))
+            if self.mt == NULL:
+                self.mt_cap = 0
                 return E_MEM
-        self.starts_done = True
+            self.mt_cap = n
+        for r in range(n):
+            self.mt[r].rs = self.r_rs.p[r0 + r]
+            self.mt[r].w = self.r_w.p[r0 + r]
+        _sort_members(self.mt, n)  # by read state: by global effect state, so by terminal
+        self.gen += 1
+        if self.gen == 0:
+            memset(self.t_stamp, 0, <size_t>max(self.n_terms, 1) * sizeof(uint32_t))
+            memset(self.c_stamp, 0, <size_t>max(self.n_start_classes, 1) * sizeof(uint32_t))
+            self.gen = 1
+        self.present.n = 0
+        odd = False  # a read past its automaton's start (none today): it may live anywhere
+        k = 0
+        while k < n:
+            t = self.t_of_g[<int32_t>(self.mt[k].rs >> 32)]
+            self.kbuf.n = 0
+            j = k
+            while j < n and self.t_of_g[<int32_t>(self.mt[j].rs >> 32)] == t:
+                g = <int32_t>(self.mt[j].rs >> 32)
+                odd = odd or g != self.g_base[t]
+                if i32_push(&self.kbuf, g) or i32_push(&self.kbuf, <int32_t>(self.mt[j].rs & 0xffffffffULL)) or \
+                        i32_push(&self.kbuf, self.mt[j].w):
+                    return E_MEM
+                j += 1
+            if seq_find(&self.tgroups, self.kbuf.p, <int32_t>self.kbuf.n, &h, &tg):
+                return E_MEM
+            if tg < 0 and seq_add(&self.tgroups, self.kbuf.p, <int32_t>self.kbuf.n, h, t, &tg):
+                return E_MEM
+            self.t_stamp[t] = self.gen
+            self.t_group[t] = tg
+            if i32_push(&self.present, t):
+                return E_MEM
+            k = j
+        self.touched.n = 0
+        if odd:
+            for cls in range(self.n_start_classes):
+                if i32_push(&self.touched, cls):
+                    return E_MEM
+        else:
+            for k in range(self.present.n):
+                t = self.present.p[k]
+                for e in range(self.tc_ptr[t], self.tc_ptr[t + 1]):
+                    cls = self.tc_cls[e]
+                    if self.c_stamp[cls] != self.gen:
+                        self.c_stamp[cls] = self.gen
+                        if i32_push(&self.touched, cls):
+                            return E_MEM
+            _sort_i32(self.touched.p, self.touched.n)
+        for k in range(self.touched.n):
+            cls = self.touched.p[k]
+            self.kbuf.n = 0
+            if i32_push(&self.kbuf, self.c_acc.p[c]):
+                return E_MEM
+            if odd:
+                for e in range(self.present.n):
+                    if i32_push(&self.kbuf, self.t_group[self.present.p[e]]):
+                        return E_MEM
+            else:
+                for e in range(self.ct_ptr[cls], self.ct_ptr[cls + 1]):
+                    t = self.ct_terms[e]
+                    if self.t_stamp[t] == self.gen and i32_push(&self.kbuf, self.t_group[t]):
+                        return E_MEM
+            if seq_find(&self.starts_memo, self.kbuf.p, <int32_t>self.kbuf.n, &h, &m):
+                return E_MEM
+            if m >= 0:
+                x = self.starts_memo.val.p[m]
+            else:
+                acc_clear(&L.reads)
+                memcpy(L.acc, pool_row(&self.pool, self.c_acc.p[c]), <size_t>self.W * 8)
+                for e in range(1, self.kbuf.n):
+                    tg = self.kbuf.p[e]
+                    off = self.tgroups.off.p[tg]
+                    gn = self.tgroups.n.p[tg]
+                    for j in range(0, gn, 3):
+                        if acc_or(&L.reads, (<uint64_t><uint32_t>self.tgroups.arena.p[off + j] << 32) |
+                                  <uint64_t><uint32_t>self.tgroups.arena.p[off + j + 1],
+                                  pool_row(&self.pool, self.tgroups.arena.p[off + j + 2]),
+                                  self.tgroups.arena.p[off + j + 2]):
+                            return E_MEM
+                rc = self._state(L, &x)
+                if rc:
+                    return rc
+                if seq_add(&self.starts_memo, self.kbuf.p, <int32_t>self.kbuf.n, h, x, &m):
+                    return E_MEM
+            if x >= 0 and (i32_push(&self.st_cls, cls) or i32_push(&self.st_proj, x)):
+                return E_MEM
+        if i32_reserve(&self.st_acc, self.st_acc.n + 1) or i32_push(&self.st_ptr, <int32_t>self.st_cls.n):
+            return E_MEM
+        self.st_acc.p[self.st_acc.n] = self.c_acc.p[c]  # last: the root is done
+        self.st_acc.n += 1
         return OK
 
     cdef int _run(self, int64_t max_states) noexcept nogil:
@@ -1323,14 +1532,15 @@ cdef class Builder:
         less ``boundary_states``; weights numbered by first appearance (rows in state order, each
         row's explicit edges then its DEFAULT, then the starts)."""
         cdef int64_t n_pool = self.pool.hashes.n, n_x = self.s_n.n, n_e = self.r_label.n, x, k
-        cdef int64_t n_roots = self.st_acc.n
+        cdef int64_t n_roots = self.st_acc.n, n_st = self.st_cls.n
         cdef cnp.ndarray wmap_a = np.full(n_pool, -1, dtype=np.int32)
         cdef int32_t* wmap = <int32_t*>cnp.PyArray_DATA(wmap_a)
         cdef cnp.ndarray order_a = np.empty(n_pool, dtype=np.int32)
         cdef int32_t* order = <int32_t*>cnp.PyArray_DATA(order_a)
         cdef int32_t nw = 0
         out = {name: np.empty(size, dtype=np.int32) for name, size in (
-            ("start_accept", n_roots), ("start_state", n_roots), ("edge_ptr", n_x + 1), ("edge_label", n_e),
+            ("start_accept", n_roots), ("start_ptr", n_roots + 1), ("start_class_of", n_st), ("start_target", n_st),
+            ("edge_ptr", n_x + 1), ("edge_label", n_e),
             ("edge_target", n_e), ("edge_accept", n_e), ("default_target", n_x), ("default_accept", n_x))}
         cdef int32_t* e_acc = <int32_t*>cnp.PyArray_DATA(out["edge_accept"])
         cdef int32_t* d_acc = <int32_t*>cnp.PyArray_DATA(out["default_accept"])
@@ -1362,7 +1572,9 @@ cdef class Builder:
                 s_acc[x] = wmap[a] if a != 0 else -1
         # straight into the output (a large grammar's edges are 100+ MB: no temporary copy,
         # whose fresh pages alone cost the kernel hundreds of ms to clear)
-        _copy_i32(out["start_state"], self.st_state.p, n_roots)
+        _copy_i32(out["start_ptr"], self.st_ptr.p, n_roots + 1)
+        _copy_i32(out["start_class_of"], self.st_cls.p, n_st)
+        _copy_i32(out["start_target"], self.st_proj.p, n_st)
         _copy_i32(out["edge_ptr"], self.row_ptr.p, n_x + 1)
         _copy_i32(out["edge_label"], self.r_label.p, n_e)
         _copy_i32(out["edge_target"], self.r_target.p, n_e)

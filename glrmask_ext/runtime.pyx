@@ -350,7 +350,11 @@ ctypedef struct CTables:
     # Parser DWA
     const int32_t* root_of_lex
     const int32_t* start_accept
-    const int32_t* start_state
+    const int32_t* start_class  # LR state -> its start class (-1: no first read lives there)
+    int32_t n_start_class
+    const int32_t* start_ptr    # root -> its start entries: class start_class_of[k] starts at start_target[k]
+    const int32_t* start_class_of
+    const int32_t* start_target
     const int32_t* e_ptr
     const int32_t* e_label
     const int32_t* e_target
@@ -998,7 +1002,11 @@ cdef class Tables:
         t.rule_lhs = _i32(g["rule_lhs"])
         t.root_of_lex = _i32(g["root_of_lex"])
         t.start_accept = _i32(g["start_accept"])
-        t.start_state = _i32(g["start_state"])
+        t.start_class = _i32(g["start_class"])
+        t.n_start_class = <int32_t>g["start_class"].shape[0]
+        t.start_ptr = _i32(g["start_ptr"])
+        t.start_class_of = _i32(g["start_class_of"])
+        t.start_target = _i32(g["start_target"])
         t.e_ptr = _i32(g["edge_ptr"])
         t.e_label = _i32(g["edge_label"])
         t.e_target = _i32(g["edge_target"])
@@ -2191,10 +2199,32 @@ cdef inline void _or_weight(const CTables* t, uint64_t* dst, int32_t w) noexcept
         dst[k] |= src[k]
 
 
+cdef inline int32_t _pd_start(const CTables* t, int32_t root, int32_t s) noexcept nogil:
+    """The Parser-DWA state root ``root`` starts in when the stack's top is LR state ``s``: its
+    entry for ``s``'s start class (a binary search over the root's classes), ``-1`` for none."""
+    cdef int32_t c, lo, hi, mid
+    if s < 0 or s >= t.n_start_class:
+        return -1
+    c = t.start_class[s]
+    if c < 0:
+        return -1
+    lo = t.start_ptr[root]
+    hi = t.start_ptr[root + 1]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if t.start_class_of[mid] < c:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < t.start_ptr[root + 1] and t.start_class_of[lo] == c:
+        return t.start_target[lo]
+    return -1
+
+
 cdef int _class_bits(const CTables* t, CFamily* f, const int32_t* snap, uint64_t* acc) noexcept nogil:
     """The allowed classes of a snapshot into ``acc`` (cw words). R_FALLBACK when a lane has no
     Parser-DWA root or a condition no failure seed."""
-    cdef int32_t n = snap[0], i, nc, nn, k, q, root, x, w, node, x0
+    cdef int32_t n = snap[0], i, nc, nn, k, q, root, x, w, node
     cdef const int32_t* p = snap + 1
     cdef uint64_t* seed = f.s_bits + t.cw
     cdef uint64_t* lane = f.s_bits + 2 * t.cw
@@ -2224,10 +2254,9 @@ cdef int _class_bits(const CTables* t, CFamily* f, const int32_t* snap, uint64_t
             memset(lane, 0, t.cw * sizeof(uint64_t))
             if t.start_accept[root] >= 0:
                 _or_weight(t, lane, t.start_accept[root])
-            x0 = t.start_state[root]
             for k in range(nn):
                 node = p[3 + nc + k]
-                x = x0
+                x = _pd_start(t, root, f.node_state.d[node]) if node >= 0 else -1
                 while x >= 0 and node >= 0:
                     x = _pd_step(t, x, f.node_state.d[node], &w)
                     if w >= 0:

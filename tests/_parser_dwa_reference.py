@@ -67,7 +67,8 @@ class ReferenceComposer:
         self._state_ids: dict[tuple, int] = {}
         self.states: list[tuple[tuple[ReadState, int], ...]] = []
         self._root_index = {int(q): i for i, q in enumerate(tdwa.boundary_states)}
-        self._starts: dict[int, tuple[int, int]] = {}
+        self._starts: dict[int, tuple[int, list[tuple[int, int]]]] = {}
+        self.tdwa_n_labels = int(effects.table.n_states)
         self._rows: list[Optional[tuple[dict[int, tuple[int, int]], frozenset, Optional[tuple[int, int]]]]] = []
 
     def _bits(self, w: int) -> int:
@@ -175,12 +176,34 @@ class ReferenceComposer:
         return self.state(new, acc), acc
 
     # ---------------------------------------------------------------- the walk's steps
-    def start(self, q: int) -> tuple[int, int]:
-        """Boundary lexer state ``q``: (classes accepted before reading the stack, start state)."""
+    def start_classes(self) -> tuple[list[int], list[frozenset[int]]]:
+        """The start class of every LR state a first read names (``-1``: none) and each class's
+        terminals: the terminals whose automaton's start state steps somewhere on that LR state."""
+        n = self.tdwa_n_labels
+        live: list[list[int]] = [[] for _ in range(n)]
+        for t, a in enumerate(self.eff):
+            for s in range(n):
+                if a.step(0, s) >= 0:
+                    live[s].append(t)
+        ids: dict[tuple[int, ...], int] = {}
+        label_class = [ids.setdefault(tuple(ts), len(ids)) if ts else -1 for ts in live]
+        return label_class, [frozenset(ts) for ts in ids]
+
+    def start(self, q: int) -> tuple[int, list[tuple[int, int]]]:
+        """Boundary lexer state ``q``: (classes accepted before reading the stack, ``[(start class,
+        state of the reads live in it)]`` for the classes with a state, ascending)."""
         hit = self._starts.get(q)
         if hit is None:
             acc, reads = self.closure(int(self.tdwa.roots[self._root_index[int(q)]]), ())
-            hit = self._starts[q] = (acc, self.state(dict(reads), acc))
+            entries = []
+            anywhere = any(rs[1] != 0 for rs, _w in reads)  # a read past its start: all, in every class
+            for c, terms in enumerate(self._class_terms):
+                members = {rs: w for rs, w in reads if anywhere or rs[0] in terms}
+                if members:
+                    x = self.state(members, acc)
+                    if x >= 0:
+                        entries.append((c, x))
+            hit = self._starts[q] = (acc, entries)
         return hit
 
     def step(self, x: int, s: int) -> tuple[int, int]:
@@ -205,6 +228,7 @@ class ReferenceComposer:
 
     def expand(self) -> None:
         """Determinize every state reachable from every root, breadth-first."""
+        self.label_class, self._class_terms = self.start_classes()
         for q in self.tdwa.boundary_states.tolist():
             self.start(q)
         x = 0
@@ -237,6 +261,7 @@ def reference_arrays(tdwa, effects, class_sets: list[int], n_classes: int, **bud
         daccept.append(wid(dflt[1]))
     starts = [c.start(q) for q in tdwa.boundary_states.tolist()]
     start_accept = [wid(a) for a, _x in starts]
+    start_ptr = np.cumsum([0] + [len(e) for _a, e in starts])
     n_words = max(1, (n_classes + 63) // 64)
     dense = np.zeros((len(weight_ids), n_words), dtype=np.uint64)
     for bits, i in weight_ids.items():
@@ -244,7 +269,9 @@ def reference_arrays(tdwa, effects, class_sets: list[int], n_classes: int, **bud
     i32 = lambda v: np.asarray(v, dtype=np.int32)  # noqa: E731
     return {
         "boundary_states": tdwa.boundary_states, "start_accept": i32(start_accept),
-        "start_state": i32([x for _a, x in starts]), "edge_ptr": i32(ptr), "edge_label": i32(labels),
+        "start_class": i32(c.label_class), "start_ptr": i32(start_ptr),
+        "start_class_of": i32([k for _a, e in starts for k, _x in e]),
+        "start_target": i32([x for _a, e in starts for _k, x in e]), "edge_ptr": i32(ptr), "edge_label": i32(labels),
         "edge_target": i32(targets), "edge_accept": i32(accepts), "default_target": i32(dtarget),
         "default_accept": i32(daccept), "weights": dense,
     }

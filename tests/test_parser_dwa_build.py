@@ -93,6 +93,19 @@ def test_a_paused_build_continues_to_the_same_automaton():
     assert_same_arrays(paused.arrays(), whole)
 
 
+def test_a_build_stopped_by_its_deadline_anywhere_continues_to_the_same_automaton():
+    """Deadline stops fall inside closures, also while the roots' start states are made: a
+    stopped root's start entries are dropped and redone, never repeated."""
+    tdwa, effects, class_sets, n_classes = inputs("shipped", "sql")
+    whole = ParserDWA(tdwa, effects, class_sets, n_classes).arrays()
+    stopped = ParserDWA(tdwa, effects, class_sets, n_classes)
+    calls = 1
+    while not stopped.expand(max_seconds=0):
+        calls += 1
+    assert calls > 1
+    assert_same_arrays(stopped.arrays(), whole)
+
+
 @pytest.mark.parametrize("limit", ["max_states", "max_closures"])
 def test_an_exceeded_budget_raises_grammar_too_complex_naming_the_limit(limit):
     tdwa, effects, class_sets, n_classes = inputs("shipped", "json")

@@ -195,7 +195,14 @@ def accepted_by_walk(arrays: dict, q: int, stack) -> int:
         return int.from_bytes(weights[w].astype("<u8").tobytes(), "little") if w >= 0 else 0
 
     i = arrays["boundary_states"].tolist().index(q)
-    acc, x, node = bits(int(arrays["start_accept"][i])), int(arrays["start_state"][i]), stack
+    acc, node = bits(int(arrays["start_accept"][i])), stack
+    x = -1
+    if node is not None and node.state < len(arrays["start_class"]):  # the root's state for the top's class
+        c = int(arrays["start_class"][node.state])
+        lo, hi = int(arrays["start_ptr"][i]), int(arrays["start_ptr"][i + 1])
+        k = lo + int(np.searchsorted(arrays["start_class_of"][lo:hi], c))
+        if c >= 0 and k < hi and arrays["start_class_of"][k] == c:
+            x = int(arrays["start_target"][k])
     while x >= 0 and node is not None:
         lo, hi = int(arrays["edge_ptr"][x]), int(arrays["edge_ptr"][x + 1])
         k = lo + int(np.searchsorted(arrays["edge_label"][lo:hi], node.state))

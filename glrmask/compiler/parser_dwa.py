@@ -22,6 +22,18 @@ that reads only pending writes is independent of the original stack and memoized
 effect automaton ``t`` in state ``e`` about to read the original stack, continuing at ``d'``
 (``OPEN`` for an open final) — each with the tokens of the paths reaching it.
 
+Start rows by label class. The first read of a walk is the stack's top ``s``, and a read state
+of a root's closure is still at its automaton's start, where only the terminal's own explicit
+edges live. So the LR states fall into *start classes* by which terminals' first reads live at them
+(:func:`start_label_classes`; Kubernetes schemas: ~1,000 classes over 22k LR states), and a root
+starts, per class, at the state of only the read states that can live there: at ``s`` it steps
+exactly as the state of all its read states would (the others die at ``s``). One state of all a
+root's reads would carry an explicit edge per LR state any of them acts in (a JSON string's
+inside reads ~4,000: Kubernetes #5 had 33 of 36 million edges there, one row per boundary lexer
+state), while a class's state holds only the reads of a few terminals and is shared by every root
+whose reads of those terminals agree (the string's plain inside, whatever key prefix the lexer
+tracks alongside).
+
 Weighted determinization. A Parser-DWA state is a set of read states, each with its *residual*
 token set (the tokens still alive on some path to it). Reading LR state ``s`` steps every member,
 collects the tokens that reach acceptance (the transition's *accept weight*) and continues with
@@ -37,13 +49,17 @@ expands a mask to tokens once. The construction is native (:mod:`glrmask_ext.pdw
 fixed-width ``uint64`` bitsets interned in a hash-consed pool, flat closure and state tables, the
 GIL released), because the runtime needs the *complete* automaton and a large grammar's has tens
 of thousands of states built from hundreds of thousands of closures. States are numbered
-breadth-first from the roots in ``tdwa.boundary_states`` order, each state's DEFAULT edge before
+first the start states (roots in ``tdwa.boundary_states`` order, per root its classes ascending),
+then breadth-first, each state's DEFAULT edge before
 its explicit labels (ascending); weights by first appearance in the exported rows. Same input,
 same arrays: nothing depends on a hash seed. :meth:`ParserDWA.arrays` exports the flat layout a
 native walk reads (``int32`` unless noted):
 
 * per Terminal-DWA root ``i`` (``boundary_states[i]`` is its lexer state): ``start_accept[i]``
-  (weight accepted before reading the stack, ``-1`` none) and ``start_state[i]`` (``-1`` none);
+  (weight accepted before reading the stack, ``-1`` none) and its start states by class: for
+  ``k in range(start_ptr[i], start_ptr[i+1])``, class ``start_class_of[k]`` (ascending) starts at
+  state ``start_target[k]``; a class not listed reads nothing. ``start_class[s]`` is the class of
+  LR state ``s`` (``-1``: none; one entry per LR state);
 * states ``0 .. n_states-1``; explicit edges CSR ``edge_ptr`` / ``edge_label`` (LR state, ascending)
   / ``edge_target`` (``-1`` = stop) / ``edge_accept`` (weight or ``-1``); ``default_target``,
   ``default_accept`` per state;
@@ -64,7 +80,7 @@ from glrmask_ext import pdwa_build as _native
 from .stack_effects import StackEffects
 from .terminal_dwa import TerminalDWA
 
-__all__ = ["ParserDWA", "DEFAULT_BUDGETS"]
+__all__ = ["ParserDWA", "DEFAULT_BUDGETS", "start_label_classes"]
 
 DEFAULT_BUDGETS = {"max_closures": 8_000_000, "max_states": 3_000_000}
 """Default limits on the memo tables: settled product states and determinized states. Sized from
@@ -97,9 +113,14 @@ class ParserDWA:
         self.n_classes = n_classes
         self._root_index = {int(q): i for i, q in enumerate(tdwa.boundary_states)}
         self._cond_index = {int(c): i for i, c in enumerate(tdwa.cond_ids)}
+        self.start_class, start_terms = start_label_classes(effects)
+        tc_ptr, tc = _term_classes(start_terms, len(effects.automata))
+        ct_ptr = np.zeros(len(start_terms) + 1, dtype=np.int32)
+        ct_ptr[1:] = np.cumsum([len(ts) for ts in start_terms])
+        ct = np.asarray([t for ts in start_terms for t in ts], dtype=np.int32)
         self._builder: Optional[_native.Builder] = _native.Builder(
             tdwa, effects.automata, _dense_sets(class_sets, n_classes), self.limits["max_states"],
-            self.limits["max_closures"])
+            self.limits["max_closures"], tc_ptr, tc, ct_ptr, ct, len(start_terms))
         self._arrays: Optional[dict[str, np.ndarray]] = None
         self._sizes = (0, 0)  # (states, closures) once the builder is released
 
@@ -159,7 +180,8 @@ class ParserDWA:
         if self._arrays is None:
             self.expand()
             b = self._builder
-            self._arrays = {"boundary_states": self.tdwa.boundary_states, **b.arrays()}
+            self._arrays = {"boundary_states": self.tdwa.boundary_states, "start_class": self.start_class,
+                            **b.arrays()}
             # the memo tables (closures, interned sets, members) are not needed once exported and
             # can be large (go_subset x GPT-2: ~1 GB): release them, keep the sizes for reports
             self._sizes = (b.n_states, b.n_closures)
@@ -168,6 +190,46 @@ class ParserDWA:
 
     def __repr__(self) -> str:
         return f"ParserDWA(roots={len(self._root_index)}, states built={self.n_states})"
+
+
+def start_label_classes(effects: StackEffects) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+    """The start classes of the LR states (see the module docstring): ``label_class[s]`` (``-1``:
+    no terminal's first read lives at ``s``; ``int32``, one per LR state) and per class the
+    terminals whose first read lives there (ascending). Classes are numbered by their first LR
+    state, so the same table gives the same classes."""
+    n = int(effects.table.n_states)
+    live: list[list[int]] = [[] for _ in range(n)]
+    for t, a in enumerate(effects.automata):
+        if a.n_states == 0:
+            continue
+        lo, hi = int(a.edge_ptr[0]), int(a.edge_ptr[1])
+        labels, targets = a.edge_label[lo:hi], a.edge_target[lo:hi]
+        if int(a.default_target[0]) >= 0:  # a first read by DEFAULT: live wherever no edge kills it
+            dead = set(labels[targets < 0].tolist())
+            for s in range(n):
+                if s not in dead:
+                    live[s].append(t)
+        else:
+            for s in labels[targets >= 0].tolist():
+                live[s].append(t)
+    ids: dict[tuple[int, ...], int] = {}
+    label_class = np.full(n, -1, dtype=np.int32)
+    for s, ts in enumerate(live):
+        if ts:
+            label_class[s] = ids.setdefault(tuple(ts), len(ids))
+    return label_class, list(ids)
+
+
+def _term_classes(start_terms: list[tuple[int, ...]], n_terms: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR of terminal -> the start classes it is live in (ascending)."""
+    per: list[list[int]] = [[] for _ in range(n_terms)]
+    for c, ts in enumerate(start_terms):
+        for t in ts:
+            per[t].append(c)
+    ptr = np.zeros(n_terms + 1, dtype=np.int32)
+    ptr[1:] = np.cumsum([len(x) for x in per])
+    flat = np.asarray([c for x in per for c in x], dtype=np.int32)
+    return ptr, flat
 
 
 def _dense_sets(class_sets: list[int], n_classes: int) -> np.ndarray:

@@ -29,9 +29,9 @@ from glrmask.errors import ArtifactError
 
 __all__ = ["STORED_KEYS", "stored_arrays", "runtime_arrays_from_stored", "dynamic_arrays", "build_tables"]
 
-STORED_KEYS = ("boundary_states", "start_accept", "start_state", "edge_ptr", "edge_label", "edge_target",
-               "edge_accept", "default_target", "default_accept", "weights", "cond_ids", "cond_weight",
-               "class_of_orig", "n_classes")
+STORED_KEYS = ("boundary_states", "start_accept", "start_class", "start_ptr", "start_class_of", "start_target",
+               "edge_ptr", "edge_label", "edge_target", "edge_accept", "default_target", "default_accept",
+               "weights", "cond_ids", "cond_weight", "class_of_orig", "n_classes")
 
 _DENSE_MIN_TOKENS = 256
 """A class with at least this many tokens expands as one dense row (a word-wise OR) instead of a
@@ -58,7 +58,7 @@ def stored_arrays(pdwa, classes, trie, vocab_size: int) -> dict[str, np.ndarray]
     internal_class = classes.class_of_tokens()
     o2i = np.asarray(trie.orig_to_internal, dtype=np.int64)[:vocab_size]
     class_of_orig = np.where(o2i >= 0, internal_class[np.maximum(o2i, 0)], -1).astype(np.int32)
-    out = {k: np.ascontiguousarray(a[k], dtype=np.int32) for k in STORED_KEYS[:9]}
+    out = {k: np.ascontiguousarray(a[k], dtype=np.int32) for k in STORED_KEYS[:12]}
     out["weights"] = np.ascontiguousarray(weights, dtype=np.uint64)
     out["cond_ids"] = conds
     out["cond_weight"] = cond_weight
@@ -135,7 +135,10 @@ def runtime_arrays_from_stored(stored: Mapping[str, np.ndarray], lexer, table, i
     n_w = weights.shape[0]
     bs = _want(stored, "boundary_states", np.int32, 1)
     start_accept = _want(stored, "start_accept", np.int32, 1)
-    start_state = _want(stored, "start_state", np.int32, 1)
+    start_class = _want(stored, "start_class", np.int32, 1)
+    start_ptr = _want(stored, "start_ptr", np.int32, 1)
+    start_class_of = _want(stored, "start_class_of", np.int32, 1)
+    start_target = _want(stored, "start_target", np.int32, 1)
     edge_ptr = _want(stored, "edge_ptr", np.int32, 1)
     edge_label = _want(stored, "edge_label", np.int32, 1)
     edge_target = _want(stored, "edge_target", np.int32, 1)
@@ -143,8 +146,20 @@ def runtime_arrays_from_stored(stored: Mapping[str, np.ndarray], lexer, table, i
     d_target = _want(stored, "default_target", np.int32, 1)
     d_accept = _want(stored, "default_accept", np.int32, 1)
     pd_n = len(d_target)
-    if not (len(start_accept) == len(start_state) == len(bs)) or len(d_accept) != pd_n:
+    if len(start_accept) != len(bs) or len(d_accept) != pd_n or len(start_class_of) != len(start_target):
         raise ArtifactError("runtime: Parser-DWA arrays disagree in length")
+    if len(start_class) > lr_n:
+        raise ArtifactError("runtime array 'start_class': more entries than LR states")
+    n_start_classes = int(start_class.max()) + 1 if len(start_class) else 0
+    _in_range(start_class, -1, n_start_classes, "start_class")
+    _csr(start_ptr, len(bs), len(start_class_of), "start_ptr")
+    _in_range(start_class_of, 0, n_start_classes, "start_class_of")
+    if len(start_class_of) > 1:  # ascending within a root, as for edge_label
+        unordered = start_class_of[1:] <= start_class_of[:-1]
+        cuts = start_ptr[1:-1]
+        unordered[cuts[(cuts > 0) & (cuts < len(start_class_of))] - 1] = False
+        if bool(unordered.any()):
+            raise ArtifactError("runtime array 'start_class_of': classes not ascending within a root")
     if not (len(edge_label) == len(edge_target) == len(edge_accept)):
         raise ArtifactError("runtime: Parser-DWA edge arrays disagree in length")
     _in_range(bs, 0, lex_n, "boundary_states")
@@ -160,7 +175,8 @@ def runtime_arrays_from_stored(stored: Mapping[str, np.ndarray], lexer, table, i
         unordered[starts[(starts > 0) & (starts < len(edge_label))] - 1] = False
         if bool(unordered.any()):
             raise ArtifactError("runtime array 'edge_label': labels not ascending within a state")
-    for name, x in (("start_state", start_state), ("edge_target", edge_target), ("default_target", d_target)):
+    _in_range(start_target, 0, pd_n, "start_target")
+    for name, x in (("edge_target", edge_target), ("default_target", d_target)):
         _in_range(x, -1, pd_n, name)
     for name, x in (("start_accept", start_accept), ("edge_accept", edge_accept), ("default_accept", d_accept)):
         _in_range(x, -1, n_w, name)
@@ -185,7 +201,8 @@ def runtime_arrays_from_stored(stored: Mapping[str, np.ndarray], lexer, table, i
         "ev_cond": ev_cond, "futures": futures, "cond_trans": cond_trans, "cond_at_end": cond_at_end,
         "cond_sat": cond_sat, "lr_of_lex": lr_of_lex, "lex_ignored": lex_ignored,
         **lr,
-        "root_of_lex": root_of_lex, "start_accept": start_accept, "start_state": start_state,
+        "root_of_lex": root_of_lex, "start_accept": start_accept, "start_class": start_class,
+        "start_ptr": start_ptr, "start_class_of": start_class_of, "start_target": start_target,
         "edge_ptr": edge_ptr, "edge_label": edge_label, "edge_target": edge_target, "edge_accept": edge_accept,
         "default_target": d_target, "default_accept": d_accept, "weights": weights, "cond_fail": cond_fail,
     }
@@ -276,7 +293,8 @@ def dynamic_arrays(lexer, table, ignore: Sequence[str], vocab, eos_ids: Sequence
         "lr_of_lex": lr_of_lex, "lex_ignored": lex_ignored,
         **_lr_arrays(table, lr_of_lex, check=False),
         **next_terminal_arrays(table, lr_of_lex, lex_ignored, fut_words),
-        "root_of_lex": np.full(1, -1, dtype=np.int32), "start_accept": none, "start_state": none,
+        "root_of_lex": np.full(1, -1, dtype=np.int32), "start_accept": none, "start_class": none,
+        "start_ptr": np.zeros(1, dtype=np.int32), "start_class_of": none, "start_target": none,
         "edge_ptr": np.zeros(1, dtype=np.int32), "edge_label": none, "edge_target": none, "edge_accept": none,
         "default_target": none, "default_accept": none, "weights": np.zeros((0, 1), dtype=np.uint64),
         "cond_fail": np.full(2, -1, dtype=np.int32),
