@@ -302,6 +302,27 @@ def test_a_class_bound_out_of_range_is_refused(json_mask, tmp_path):
         glrmask.load(bad, glrmask.Vocab.default())
 
 
+@pytest.mark.parametrize("key, damage", [
+    ("start_target", lambda a: a.__setitem__(0, 10**6)),       # a start state past the automaton
+    ("start_class", lambda a: a.__setitem__(0, -2)),           # an LR state's class below -1
+    ("start_class_of", lambda a: a.__setitem__(slice(None), a[::-1].copy())),  # classes out of order
+])
+def test_damaged_start_rows_are_refused_naming_the_array(json_mask, tmp_path, key, damage):
+    from glrmask.artifact import read_artifact, write_artifact
+    from glrmask.mask_artifact import ARTIFACT_KIND
+
+    path = tmp_path / "json.glrm"
+    json_mask.save(path)
+    art = read_artifact(path, kind=ARTIFACT_KIND, mmap=False)
+    arrays = {k: np.array(v) for k, v in art.arrays.items()}
+    name = next(k for k in arrays if k.endswith(key) and k[-len(key) - 1] in "_")
+    damage(arrays[name])
+    bad = tmp_path / "bad.glrm"
+    write_artifact(bad, kind=ARTIFACT_KIND, meta=art.meta, arrays=arrays)
+    with pytest.raises(glrmask.ArtifactError, match=key):
+        glrmask.load(bad, glrmask.Vocab.default())
+
+
 # ------------------------------------------------------------------------------ memory
 def test_memory_is_reclaimed_when_states_die(json_mask, docs):
     """A long-running loop of fresh requests: RSS after the first 100 documents stays within 10 %
