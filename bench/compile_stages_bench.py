@@ -54,8 +54,8 @@ from glrmask.lr.table import LRTable  # noqa: E402
 from glrmask.trie import VocabTrie  # noqa: E402
 
 STAGES = ("front-end", "normalize", "LR", "lazy lexer", "dense lexer", "stack effects", "terminal DWA",
-          "token classes", "parser DWA", "total")
-REPORTED = ("dense lexer", "stack effects", "terminal DWA", "token classes", "parser DWA")
+          "token classes", "restricted roots", "parser DWA", "total")
+REPORTED = ("dense lexer", "stack effects", "terminal DWA", "token classes", "restricted roots", "parser DWA")
 """The stages ``compile_json_schema`` reports through ``on_stage``."""
 
 _VOCAB = None  # set in the parent before forking; the children share it copy-on-write

@@ -51,7 +51,8 @@ MAGIC = b"GLRMASK\0"
 #: 2: the LR table is stored as sparse rows (``act_*``/``goto_*``) instead of dense tables.
 #: 3: the Parser DWA starts per root and start class (``start_class``, ``start_ptr``,
 #: ``start_class_of``, ``start_target``) instead of one ``start_state`` per root.
-FORMAT_VERSION = 3
+#: 4: ``root_restrict``: roots that mask as another root restricted to a token set.
+FORMAT_VERSION = 4
 
 _PREFIX = struct.Struct("<8sII")  # magic, format version, header length
 _ALIGN = 64

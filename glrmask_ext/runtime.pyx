@@ -349,6 +349,7 @@ ctypedef struct CTables:
     const int32_t* rule_lhs
     # Parser DWA
     const int32_t* root_of_lex
+    const int32_t* root_restrict  # root -> the weight its walk is restricted to (-1: none)
     const int32_t* start_accept
     const int32_t* start_class  # LR state -> its start class (-1: no first read lives there)
     int32_t n_start_class
@@ -1001,6 +1002,7 @@ cdef class Tables:
         t.rule_len = _i32(g["rule_len"])
         t.rule_lhs = _i32(g["rule_lhs"])
         t.root_of_lex = _i32(g["root_of_lex"])
+        t.root_restrict = _i32(g["root_restrict"])
         t.start_accept = _i32(g["start_accept"])
         t.start_class = _i32(g["start_class"])
         t.n_start_class = <int32_t>g["start_class"].shape[0]
@@ -2238,8 +2240,13 @@ cdef int _class_bits(const CTables* t, CFamily* f, const int32_t* snap, uint64_t
         root = t.root_of_lex[q]
         if root < 0:
             return R_FALLBACK
-        for k in range(t.cw):
-            seed[k] = ~(<uint64_t>0)
+        w = t.root_restrict[root]  # a root that masks as another on a subset of the tokens
+        if w >= 0:
+            for k in range(t.cw):
+                seed[k] = t.weights[<Py_ssize_t>w * t.cw + k]
+        else:
+            for k in range(t.cw):
+                seed[k] = ~(<uint64_t>0)
         for k in range(nc):
             w = t.cond_fail[p[2 + k]]
             if w == -2:

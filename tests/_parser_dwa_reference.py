@@ -274,4 +274,5 @@ def reference_arrays(tdwa, effects, class_sets: list[int], n_classes: int, **bud
         "start_target": i32([x for _a, e in starts for _k, x in e]), "edge_ptr": i32(ptr), "edge_label": i32(labels),
         "edge_target": i32(targets), "edge_accept": i32(accepts), "default_target": i32(dtarget),
         "default_accept": i32(daccept), "weights": dense,
+        "root_restrict": np.full(len(starts), -1, dtype=np.int32),  # the reference restricts no root
     }

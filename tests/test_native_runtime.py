@@ -306,6 +306,7 @@ def test_a_class_bound_out_of_range_is_refused(json_mask, tmp_path):
     ("start_target", lambda a: a.__setitem__(0, 10**6)),       # a start state past the automaton
     ("start_class", lambda a: a.__setitem__(0, -2)),           # an LR state's class below -1
     ("start_class_of", lambda a: a.__setitem__(slice(None), a[::-1].copy())),  # classes out of order
+    ("root_restrict", lambda a: a.__setitem__(0, 10**6)),      # a restriction past the weights
 ])
 def test_damaged_start_rows_are_refused_naming_the_array(json_mask, tmp_path, key, damage):
     from glrmask.artifact import read_artifact, write_artifact

@@ -60,6 +60,9 @@ native walk reads (``int32`` unless noted):
   ``k in range(start_ptr[i], start_ptr[i+1])``, class ``start_class_of[k]`` (ascending) starts at
   state ``start_target[k]``; a class not listed reads nothing. ``start_class[s]`` is the class of
   LR state ``s`` (``-1``: none; one entry per LR state);
+* ``root_restrict[i]``: ``-1``, or the weight that restricts root ``i`` (a root that masks as another
+  root on a subset of the tokens, :mod:`.restricted_roots`, starts where that root starts; a walk
+  from it keeps only the tokens of this weight);
 * states ``0 .. n_states-1``; explicit edges CSR ``edge_ptr`` / ``edge_label`` (LR state, ascending)
   / ``edge_target`` (``-1`` = stop) / ``edge_accept`` (weight or ``-1``); ``default_target``,
   ``default_accept`` per state;
@@ -68,7 +71,8 @@ native walk reads (``int32`` unless noted):
 from __future__ import annotations
 
 import time
-from typing import Optional
+from types import SimpleNamespace
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -77,6 +81,7 @@ from glrmask.errors import GrammarTooComplex
 
 from glrmask_ext import pdwa_build as _native
 
+from .restricted_roots import RootRestriction
 from .stack_effects import StackEffects
 from .terminal_dwa import TerminalDWA
 
@@ -87,6 +92,10 @@ DEFAULT_BUDGETS = {"max_closures": 8_000_000, "max_states": 3_000_000}
 the largest JSONSchemaBench schemas whose earlier stages fit the compile budget (Llama-3.1
 vocabulary): Github_ultra #0 needs 1.46M states and 1.95M closures (~830 MB resident, ~16 s CPU),
 Github_ultra #1 0.62M and 1.06M (~315 MB); at the limits the tables take ~2.5 GB."""
+
+_TDWA_READ = ("final_weight", "open_ptr", "open_label", "open_weight", "edge_ptr", "edge_label", "edge_target",
+              "edge_weight")
+"""What the native builder reads of a Terminal DWA besides its roots."""
 
 _SLICE_SECONDS = 0.25
 """The native build returns to Python this often, for the compile budget's deadline and memory
@@ -102,7 +111,10 @@ class ParserDWA:
     limit."""
 
     def __init__(self, tdwa: TerminalDWA, effects: StackEffects, class_sets: list[int], n_classes: int,
-                 **budgets) -> None:
+                 restrictions: Sequence[RootRestriction] = (), **budgets) -> None:
+        """``restrictions``: roots that mask as another root restricted to a token set
+        (:mod:`.restricted_roots`): they start where their representative starts, and
+        :meth:`arrays` gives each its restriction (``root_restrict``)."""
         unknown = set(budgets) - set(DEFAULT_BUDGETS)
         if unknown:
             raise TypeError(f"unknown parser DWA budget(s): {sorted(unknown)}")
@@ -118,8 +130,14 @@ class ParserDWA:
         ct_ptr = np.zeros(len(start_terms) + 1, dtype=np.int32)
         ct_ptr[1:] = np.cumsum([len(ts) for ts in start_terms])
         ct = np.asarray([t for ts in start_terms for t in ts], dtype=np.int32)
+        self.restrictions = tuple(restrictions)
+        roots = np.array(tdwa.roots, dtype=np.int32)
+        for r in self.restrictions:
+            roots[r.root] = roots[r.rep]
+        source = tdwa if not self.restrictions else SimpleNamespace(
+            **{k: getattr(tdwa, k) for k in _TDWA_READ}, roots=roots)
         self._builder: Optional[_native.Builder] = _native.Builder(
-            tdwa, effects.automata, _dense_sets(class_sets, n_classes), self.limits["max_states"],
+            source, effects.automata, _dense_sets(class_sets, n_classes), self.limits["max_states"],
             self.limits["max_closures"], tc_ptr, tc, ct_ptr, ct, len(start_terms))
         self._arrays: Optional[dict[str, np.ndarray]] = None
         self._sizes = (0, 0)  # (states, closures) once the builder is released
@@ -182,11 +200,28 @@ class ParserDWA:
             b = self._builder
             self._arrays = {"boundary_states": self.tdwa.boundary_states, "start_class": self.start_class,
                             **b.arrays()}
+            self._arrays.update(self._restriction_arrays(self._arrays["weights"]))
             # the memo tables (closures, interned sets, members) are not needed once exported and
             # can be large (go_subset x GPT-2: ~1 GB): release them, keep the sizes for reports
             self._sizes = (b.n_states, b.n_closures)
             self._builder = None
         return dict(self._arrays)
+
+    def _restriction_arrays(self, weights: np.ndarray) -> dict[str, np.ndarray]:
+        """``root_restrict`` (per root: a row of ``weights``, ``-1`` for none) and ``weights`` with
+        the restriction rows appended: the class set of each restricted root's support."""
+        restrict = np.full(len(self.tdwa.roots), -1, dtype=np.int32)
+        if not self.restrictions:
+            return {"root_restrict": restrict}
+        rows = []
+        for r in self.restrictions:
+            bits = 0
+            for w in r.support:
+                bits |= self.class_sets[w]
+            restrict[r.root] = weights.shape[0] + len(rows)
+            rows.append(bits)
+        extra = _dense_sets(rows, self.n_classes)
+        return {"root_restrict": restrict, "weights": np.concatenate([weights.reshape(-1, extra.shape[1]), extra])}
 
     def __repr__(self) -> str:
         return f"ParserDWA(roots={len(self._root_index)}, states built={self.n_states})"

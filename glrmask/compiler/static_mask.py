@@ -1,4 +1,4 @@
-"""The static compile pipeline: stack effects, Terminal DWA, token classes and Parser DWA
+"""The static compile pipeline: stack effects, Terminal DWA, token classes, restricted roots and Parser DWA
 (DESIGN §4.5–§4.9), each stage timed and bounded.
 
 Why. The dynamic masker walks the vocabulary trie through the recognizer for every new
@@ -17,6 +17,7 @@ from glrmask.budget import current_budget
 from glrmask.errors import GrammarTooComplex
 
 from .parser_dwa import ParserDWA
+from .restricted_roots import restricted_roots
 from .stack_effects import StackEffects
 from .terminal_dwa import TerminalDWA, terminal_labels
 from .token_classes import TokenClasses
@@ -76,7 +77,11 @@ def compile_masks(lexer, grammar, table, trie, *, start_states: Iterable[int] = 
     classes, class_sets = TokenClasses.from_weights(tdwa.weight_ptr, tdwa.weight_bounds, tdwa.n_tokens)
     done("token classes", t0, classes=classes.n_classes, tokens=classes.n_internal)
     t0 = time.perf_counter()
-    pdwa = ParserDWA(tdwa, effects, class_sets, classes.n_classes, **(pdwa_budgets or {}))
+    dfa = getattr(lexer, "dfa", None)  # a dense lexer (lazy ones: small grammars in tests)
+    restrictions = restricted_roots(tdwa, dfa) if dfa is not None else []
+    done("restricted roots", t0, roots=len(restrictions))
+    t0 = time.perf_counter()
+    pdwa = ParserDWA(tdwa, effects, class_sets, classes.n_classes, restrictions, **(pdwa_budgets or {}))
     if complete:
         if not pdwa.expand(max_seconds=remaining()):
             raise GrammarTooComplex(

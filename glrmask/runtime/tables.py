@@ -31,7 +31,7 @@ __all__ = ["STORED_KEYS", "stored_arrays", "runtime_arrays_from_stored", "dynami
 
 STORED_KEYS = ("boundary_states", "start_accept", "start_class", "start_ptr", "start_class_of", "start_target",
                "edge_ptr", "edge_label", "edge_target", "edge_accept", "default_target", "default_accept",
-               "weights", "cond_ids", "cond_weight", "class_of_orig", "n_classes")
+               "root_restrict", "weights", "cond_ids", "cond_weight", "class_of_orig", "n_classes")
 
 _DENSE_MIN_TOKENS = 256
 """A class with at least this many tokens expands as one dense row (a word-wise OR) instead of a
@@ -58,7 +58,7 @@ def stored_arrays(pdwa, classes, trie, vocab_size: int) -> dict[str, np.ndarray]
     internal_class = classes.class_of_tokens()
     o2i = np.asarray(trie.orig_to_internal, dtype=np.int64)[:vocab_size]
     class_of_orig = np.where(o2i >= 0, internal_class[np.maximum(o2i, 0)], -1).astype(np.int32)
-    out = {k: np.ascontiguousarray(a[k], dtype=np.int32) for k in STORED_KEYS[:12]}
+    out = {k: np.ascontiguousarray(a[k], dtype=np.int32) for k in STORED_KEYS[:13]}
     out["weights"] = np.ascontiguousarray(weights, dtype=np.uint64)
     out["cond_ids"] = conds
     out["cond_weight"] = cond_weight
@@ -145,8 +145,10 @@ def runtime_arrays_from_stored(stored: Mapping[str, np.ndarray], lexer, table, i
     edge_accept = _want(stored, "edge_accept", np.int32, 1)
     d_target = _want(stored, "default_target", np.int32, 1)
     d_accept = _want(stored, "default_accept", np.int32, 1)
+    root_restrict = _want(stored, "root_restrict", np.int32, 1)
     pd_n = len(d_target)
-    if len(start_accept) != len(bs) or len(d_accept) != pd_n or len(start_class_of) != len(start_target):
+    if (len(start_accept) != len(bs) or len(root_restrict) != len(bs) or len(d_accept) != pd_n
+            or len(start_class_of) != len(start_target)):
         raise ArtifactError("runtime: Parser-DWA arrays disagree in length")
     if len(start_class) > lr_n:
         raise ArtifactError("runtime array 'start_class': more entries than LR states")
@@ -178,7 +180,8 @@ def runtime_arrays_from_stored(stored: Mapping[str, np.ndarray], lexer, table, i
     _in_range(start_target, 0, pd_n, "start_target")
     for name, x in (("edge_target", edge_target), ("default_target", d_target)):
         _in_range(x, -1, pd_n, name)
-    for name, x in (("start_accept", start_accept), ("edge_accept", edge_accept), ("default_accept", d_accept)):
+    for name, x in (("start_accept", start_accept), ("edge_accept", edge_accept), ("default_accept", d_accept),
+                    ("root_restrict", root_restrict)):
         _in_range(x, -1, n_w, name)
     cond_ids = _want(stored, "cond_ids", np.int32, 1)
     cond_weight = _want(stored, "cond_weight", np.int32, 1)
@@ -201,8 +204,9 @@ def runtime_arrays_from_stored(stored: Mapping[str, np.ndarray], lexer, table, i
         "ev_cond": ev_cond, "futures": futures, "cond_trans": cond_trans, "cond_at_end": cond_at_end,
         "cond_sat": cond_sat, "lr_of_lex": lr_of_lex, "lex_ignored": lex_ignored,
         **lr,
-        "root_of_lex": root_of_lex, "start_accept": start_accept, "start_class": start_class,
-        "start_ptr": start_ptr, "start_class_of": start_class_of, "start_target": start_target,
+        "root_of_lex": root_of_lex, "root_restrict": root_restrict, "start_accept": start_accept,
+        "start_class": start_class, "start_ptr": start_ptr, "start_class_of": start_class_of,
+        "start_target": start_target,
         "edge_ptr": edge_ptr, "edge_label": edge_label, "edge_target": edge_target, "edge_accept": edge_accept,
         "default_target": d_target, "default_accept": d_accept, "weights": weights, "cond_fail": cond_fail,
     }
@@ -293,7 +297,7 @@ def dynamic_arrays(lexer, table, ignore: Sequence[str], vocab, eos_ids: Sequence
         "lr_of_lex": lr_of_lex, "lex_ignored": lex_ignored,
         **_lr_arrays(table, lr_of_lex, check=False),
         **next_terminal_arrays(table, lr_of_lex, lex_ignored, fut_words),
-        "root_of_lex": np.full(1, -1, dtype=np.int32), "start_accept": none, "start_class": none,
+        "root_of_lex": np.full(1, -1, dtype=np.int32), "root_restrict": none, "start_accept": none, "start_class": none,
         "start_ptr": np.zeros(1, dtype=np.int32), "start_class_of": none, "start_target": none,
         "edge_ptr": np.zeros(1, dtype=np.int32), "edge_label": none, "edge_target": none, "edge_accept": none,
         "default_target": none, "default_accept": none, "weights": np.zeros((0, 1), dtype=np.uint64),
