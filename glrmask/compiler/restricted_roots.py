@@ -37,6 +37,7 @@ from typing import Optional
 
 import numpy as np
 
+from glrmask.budget import current_budget
 from glrmask.lexer.dfa import LexerDFA
 
 from .lexer_classes import byte_groups, event_keys
@@ -46,6 +47,10 @@ __all__ = ["RootRestriction", "restricted_roots"]
 
 MAX_CHECK_NODES = 20_000
 """Node pairs one exact check may visit before it gives up (the root then stays its own)."""
+
+MAX_TRIES = 4
+"""Predecessors up a run checked per root (the farthest first); a long chain of failures stops
+here, so the checks stay linear in the roots."""
 
 
 @dataclass(frozen=True)
@@ -72,9 +77,12 @@ def restricted_roots(tdwa: TerminalDWA, dfa: LexerDFA, *,
     check = _Check(tdwa, max_nodes)
     out: list[RootRestriction] = []
     aliased: set[int] = set()
+    budget = current_budget()
     for i, q in enumerate(bs.tolist()):
+        if i % 256 == 0:
+            budget.check("restricted roots")
         chain = _ancestors(q, pred, index)
-        for g in reversed(chain):  # the farthest first: the start of the run
+        for g in list(reversed(chain))[:MAX_TRIES]:  # the farthest first: the start of the run
             j = index[g]
             if j in aliased or tdwa.roots[j] == tdwa.roots[i]:
                 continue
@@ -119,7 +127,9 @@ def _run_predecessors(dfa: LexerDFA) -> dict[int, int]:
         local = ((tq < 0) & (eq == 0)) | ((eq == eg) & ((tq >= 0) == (trans[g, c] >= 0)))
         q, g = q[local], g[local]
     pairs = np.unique(q * n + g)
+    budget = current_budget()
     while pairs.size:  # the greatest fixed point over the candidates
+        budget.check("restricted roots")
         q, g = pairs // n, pairs % n
         tq, tg = trans[q], trans[g]
         need = (tq >= 0) & (tg >= 0) & (tq != tg)
