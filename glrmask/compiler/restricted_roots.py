@@ -31,9 +31,8 @@ aliased only when the denotations say so.
 """
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -63,10 +62,11 @@ class RootRestriction:
     support: tuple[int, ...]
 
 
-def restricted_roots(tdwa: TerminalDWA, dfa: LexerDFA, *,
+def restricted_roots(tdwa: TerminalDWA, dfa: LexerDFA, class_sets: Sequence[int], *,
                      max_nodes: int = MAX_CHECK_NODES) -> list[RootRestriction]:
     """The roots of ``tdwa`` that are restrictions of another, unrestricted, root (module
-    docstring), in root order. ``dfa``: the dense lexer the Terminal DWA was built over."""
+    docstring), in root order. ``dfa``: the dense lexer the Terminal DWA was built over;
+    ``class_sets``: each Terminal-DWA weight's token classes (:meth:`TokenClasses.from_weights`)."""
     bs = np.asarray(tdwa.boundary_states, dtype=np.int64)
     if bs.size < 2:
         return []
@@ -74,7 +74,7 @@ def restricted_roots(tdwa: TerminalDWA, dfa: LexerDFA, *,
     if not pred:
         return []
     index = {int(q): i for i, q in enumerate(bs.tolist())}
-    check = _Check(tdwa, max_nodes)
+    check = _Check(tdwa, class_sets, max_nodes)
     out: list[RootRestriction] = []
     aliased: set[int] = set()
     budget = current_budget()
@@ -121,12 +121,13 @@ def _run_predecessors(dfa: LexerDFA) -> dict[int, int]:
     g_all = np.repeat(np.arange(n, dtype=np.int64), m)
     q_all = trans.reshape(-1)
     ok = (q_all >= 0) & (q_all != g_all)
-    q, g = q_all[ok], g_all[ok]
+    pairs = np.unique(q_all[ok] * n + g_all[ok])  # (many groups of a state step to one successor)
+    q, g = pairs // n, pairs % n
     for c in range(m):  # column by column: most pairs fail on their first columns
         tq, eq, eg = trans[q, c], evc[q, c], evc[g, c]
         local = ((tq < 0) & (eq == 0)) | ((eq == eg) & ((tq >= 0) == (trans[g, c] >= 0)))
         q, g = q[local], g[local]
-    pairs = np.unique(q * n + g)
+    pairs = q * n + g  # (still ascending)
     budget = current_budget()
     while pairs.size:  # the greatest fixed point over the candidates
         budget.check("restricted roots")
@@ -135,7 +136,8 @@ def _run_predecessors(dfa: LexerDFA) -> dict[int, int]:
         need = (tq >= 0) & (tg >= 0) & (tq != tg)
         rows, cc = np.nonzero(need)
         succ = tq[rows, cc] * n + tg[rows, cc]
-        bad = rows[~np.isin(succ, pairs)]
+        at = np.minimum(np.searchsorted(pairs, succ), pairs.size - 1)  # (pairs ascend)
+        bad = rows[pairs[at] != succ]
         if bad.size == 0:
             break
         keep = np.ones(pairs.size, dtype=bool)
@@ -149,12 +151,16 @@ def _run_predecessors(dfa: LexerDFA) -> dict[int, int]:
 
 class _Check:
     """``restricts(dq, dg)``: whether Terminal-DWA node ``dq`` is node ``dg`` restricted to the
-    support of ``dq`` (then that support, as the weights whose union it is), else ``None``."""
+    support of ``dq`` (then that support, as the weights whose union it is), else ``None``.
 
-    def __init__(self, tdwa: TerminalDWA, max_nodes: int) -> None:
-        self.t = tdwa
+    Token sets are the weights' token-class bitsets (:mod:`.token_classes`): every weight is
+    exactly a union of classes, so unions, intersections and differences of weights — all a check
+    computes — are the same sets as class bitsets, at the cost of a few machine words each instead
+    of merging interval lists thousands long."""
+
+    def __init__(self, tdwa: TerminalDWA, class_sets: Sequence[int], max_nodes: int) -> None:
         self.max_nodes = max_nodes
-        self._ivs: dict[int, tuple[int, ...]] = {}
+        self.sets = class_sets
         self.edge_ptr = tdwa.edge_ptr.tolist()
         self.edge_label = tdwa.edge_label.tolist()
         self.edge_target = tdwa.edge_target.tolist()
@@ -164,14 +170,8 @@ class _Check:
         self.open_weight = tdwa.open_weight.tolist()
         self.final_weight = tdwa.final_weight.tolist()
 
-    def ivs(self, w: int) -> tuple[int, ...]:
-        if w < 0:
-            return ()
-        got = self._ivs.get(w)
-        if got is None:
-            t = self.t
-            got = self._ivs[w] = tuple(t.weight_bounds[t.weight_ptr[w]:t.weight_ptr[w + 1]].tolist())
-        return got
+    def bits(self, w: int) -> int:
+        return self.sets[w] if w >= 0 else 0
 
     def _row(self, d: int) -> tuple[dict[int, int], dict[int, tuple[int, int]]]:
         opens = {self.open_label[k]: self.open_weight[k] for k in range(self.open_ptr[d], self.open_ptr[d + 1])}
@@ -180,11 +180,12 @@ class _Check:
         return opens, edges
 
     def restricts(self, dq: int, dg: int) -> Optional[tuple[int, ...]]:
+        bits = self.bits
         opens, edges = self._row(dq)
         support = [w for w in [self.final_weight[dq], *opens.values(), *(w for _, w in edges.values())] if w >= 0]
-        r: tuple[int, ...] = ()
+        r = 0
         for w in support:
-            r = _union(r, self.ivs(w))
+            r |= bits(w)
         seen: set[tuple[int, int]] = set()
         todo = [(dq, dg)]
         while todo:
@@ -194,83 +195,29 @@ class _Check:
             seen.add((a, b))
             if len(seen) > self.max_nodes:
                 return None
-            fa = self.ivs(self.final_weight[a])
-            if fa != _meet(self.ivs(self.final_weight[b]), r):
+            fa = bits(self.final_weight[a])
+            if fa != bits(self.final_weight[b]) & r:
                 return None
             oa, ea = self._row(a)
             ob, eb = self._row(b)
             if not oa.keys() <= ob.keys() or not ea.keys() <= eb.keys():
                 return None
             for lab, w in ob.items():
-                mine, theirs = self.ivs(oa.get(lab, -1)), _meet(self.ivs(w), r)
+                mine, theirs = bits(oa.get(lab, -1)), bits(w) & r
                 if mine == theirs:
                     continue
-                if _meet(mine, theirs) != mine:
+                if mine & ~theirs:
                     return None  # an outcome g lacks
                 # g's extra "then accept lab" outcomes must be implied by q's: closed here, or
                 # closed after lab (consuming lab is accepting it)
                 implied = fa
                 if lab in ea:
-                    implied = _union(implied, self.ivs(self.final_weight[ea[lab][0]]))
-                extra = _minus(theirs, mine)
-                if _meet(extra, implied) != extra:
+                    implied |= bits(self.final_weight[ea[lab][0]])
+                if theirs & ~mine & ~implied:
                     return None
             for lab, (tb, wb) in eb.items():
                 if lab in ea:
                     todo.append((ea[lab][0], tb))
-                elif _meet(self.ivs(wb), r):
+                elif bits(wb) & r:
                     return None  # g has outcomes past lab for tokens q keeps
         return tuple(sorted(set(support)))
-
-
-def _meet(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    """The intersection of two flat interval lists (a binary search into the longer per interval
-    of the shorter: Terminal-DWA weights of a root hold thousands, restrictions a few)."""
-    if len(a) < len(b):
-        a, b = b, a
-    out: list[int] = []
-    for j in range(0, len(b), 2):
-        lo, hi = b[j], b[j + 1]
-        i = bisect_right(a, lo)
-        i -= i & 1  # the interval of a that may hold lo, or the next one
-        while i < len(a) and a[i] < hi:
-            x, y = max(a[i], lo), min(a[i + 1], hi)
-            if x < y:
-                if out and out[-1] == x:
-                    out[-1] = y
-                else:
-                    out += [x, y]
-            i += 2
-    return tuple(out)
-
-
-def _union(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    """The union of two flat interval lists."""
-    pts = sorted(zip(a[0::2], a[1::2])) + sorted(zip(b[0::2], b[1::2]))
-    pts.sort()
-    out: list[int] = []
-    for lo, hi in pts:
-        if out and lo <= out[-1]:
-            out[-1] = max(out[-1], hi)
-        else:
-            out += [lo, hi]
-    return tuple(out)
-
-
-def _minus(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    """``a`` without ``b`` (flat interval lists)."""
-    out: list[int] = []
-    j = 0
-    for i in range(0, len(a), 2):
-        lo, hi = a[i], a[i + 1]
-        while j < len(b) and b[j + 1] <= lo:
-            j += 2
-        k = j
-        while lo < hi and k < len(b) and b[k] < hi:
-            if b[k] > lo:
-                out += [lo, b[k]]
-            lo = max(lo, b[k + 1])
-            k += 2
-        if lo < hi:
-            out += [lo, hi]
-    return tuple(out)

@@ -78,7 +78,7 @@ def compile_masks(lexer, grammar, table, trie, *, start_states: Iterable[int] = 
     done("token classes", t0, classes=classes.n_classes, tokens=classes.n_internal)
     t0 = time.perf_counter()
     dfa = getattr(lexer, "dfa", None)  # a dense lexer (lazy ones: small grammars in tests)
-    restrictions = restricted_roots(tdwa, dfa) if dfa is not None else []
+    restrictions = restricted_roots(tdwa, dfa, class_sets) if dfa is not None else []
     done("restricted roots", t0, roots=len(restrictions))
     t0 = time.perf_counter()
     pdwa = ParserDWA(tdwa, effects, class_sets, classes.n_classes, restrictions, **(pdwa_budgets or {}))
