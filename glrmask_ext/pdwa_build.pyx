@@ -569,6 +569,7 @@ cdef class Builder:
     cdef I64Vec s_off
     cdef I32Vec s_n
     cdef U64Vec s_hash
+    cdef I32Vec s_tag           # per state: the start class it starts (only its labels are read), or -1
     cdef U64Vec m_rs
     cdef I32Vec m_w
     # rows of finished states
@@ -580,6 +581,8 @@ cdef class Builder:
     cdef int32_t n_start_classes, n_terms
     cdef int32_t* ct_ptr        # CSR: start class -> its terminals (ascending)
     cdef int32_t* ct_terms
+    cdef int32_t* lab_cls       # per label (LR state) < n_labels: its start class (-1: none)
+    cdef int32_t cur_tag        # the start class of the start state being interned (-1: not a start)
     cdef SeqTab tgroups         # a root's reads of one terminal, as (rs >> 32, rs, bitset id) triples
     cdef SeqTab starts_memo     # (closure accept, terminal groups...) -> the state of those reads
     cdef uint32_t* t_stamp      # per terminal: == gen when the current root reads it
@@ -628,7 +631,7 @@ cdef class Builder:
         self.c_stamp = NULL
 
     def __init__(self, tdwa, automata, class_bits, long long max_states, long long max_closures,
-                 term_class_ptr, term_class, class_term_ptr, class_term, long n_start_classes):
+                 term_class_ptr, term_class, class_term_ptr, class_term, long n_start_classes, label_class):
         cdef cnp.ndarray cb = np.ascontiguousarray(class_bits, dtype=np.uint64)
         cdef int32_t zero_id
         if cb.ndim != 2 or cb.shape[1] < 1:
@@ -663,6 +666,10 @@ cdef class Builder:
         self._csr_ok(class_term_ptr, n_start_classes, len(class_term), "class_term_ptr")
         self.ct_ptr = self._arr(class_term_ptr, "class_term_ptr", 0, len(class_term) + 1, n_start_classes + 1)
         self.ct_terms = self._arr(class_term, "class_term", 0, max(n_t, 1), len(class_term))
+        lc = np.full(max(self.n_labels, len(label_class)), -1, dtype=np.int32)
+        lc[:len(label_class)] = np.asarray(label_class, dtype=np.int32)
+        self.lab_cls = self._arr(lc, "label_class", -1, max(n_start_classes, 1))
+        self.cur_tag = -1
         self.tgroups.mask = 1023
         self.starts_memo.mask = 1023
         if _new_table(&self.tgroups.table, 1024) or _new_table(&self.starts_memo.table, 1024):
@@ -853,7 +860,7 @@ cdef class Builder:
         free(self.c_d.p); free(self.c_klen.p); free(self.c_acc.p); free(self.c_rn.p)
         free(self.c_koff.p); free(self.c_roff.p); free(self.c_hash.p); free(self.karena.p)
         free(self.r_rs.p); free(self.r_w.p)
-        free(self.s_off.p); free(self.s_n.p); free(self.s_hash.p); free(self.m_rs.p); free(self.m_w.p)
+        free(self.s_off.p); free(self.s_n.p); free(self.s_hash.p); free(self.s_tag.p); free(self.m_rs.p); free(self.m_w.p)
         free(self.row_ptr.p); free(self.r_label.p); free(self.r_target.p); free(self.r_acc.p)
         free(self.d_target.p); free(self.d_acc.p); free(self.st_acc.p); free(self.st_ptr.p)
         free(self.st_cls.p); free(self.st_proj.p)
@@ -1141,13 +1148,13 @@ cdef class Builder:
         h = 0x13198a2e03707344ULL
         for e in range(n):
             h = _fold(_fold(h, self.mt[e].rs), <uint64_t><uint32_t>self.mt[e].w)
-        h = _mix(h ^ <uint64_t>n)
+        h = _mix(_fold(h, <uint64_t><uint32_t>self.cur_tag) ^ <uint64_t>n)
         j = <int64_t>(h & <uint64_t>self.smask)
         while True:
             s = self.stab[j]
             if s < 0:
                 break
-            if self.s_hash.p[s] == h and self.s_n.p[s] == n:
+            if self.s_hash.p[s] == h and self.s_n.p[s] == n and self.s_tag.p[s] == self.cur_tag:
                 off = self.s_off.p[s]
                 for e in range(n):
                     if self.m_rs.p[off + e] != self.mt[e].rs or self.m_w.p[off + e] != self.mt[e].w:
@@ -1160,7 +1167,8 @@ cdef class Builder:
         if x >= self.max_states:
             return E_STATES
         if u64_reserve(&self.m_rs, self.m_rs.n + n) or i32_reserve(&self.m_w, self.m_w.n + n) or \
-                i64_push(&self.s_off, self.m_rs.n) or u64_push(&self.s_hash, h) or i32_push(&self.s_n, <int32_t>n):
+                i64_push(&self.s_off, self.m_rs.n) or u64_push(&self.s_hash, h) or i32_push(&self.s_n, <int32_t>n) or \
+                i32_push(&self.s_tag, self.cur_tag):
             return E_MEM
         for e in range(n):
             self.m_rs.p[self.m_rs.n + e] = self.mt[e].rs
@@ -1225,6 +1233,7 @@ cdef class Builder:
         events merged in, instead of stepping every member for every label."""
         cdef int64_t m, off, n, k, i, j, q, ne, r0 = self.r_label.n
         cdef int32_t g, s, dt, da, t, a, rc, e2
+        cdef int32_t tag = self.s_tag.p[x]  # a start state: only its class's labels are ever read
         cdef Event* ev
         off = self.s_off.p[x]
         n = self.s_n.p[x]
@@ -1254,6 +1263,8 @@ cdef class Builder:
                 return E_MEM
             for k in range(self.e_ptr[g], self.e_ptr[g + 1]):
                 s = self.e_label[k]
+                if tag >= 0 and self.lab_cls[s] != tag:
+                    continue
                 if self.stamp[s] != self.stamp_gen:
                     self.stamp[s] = self.stamp_gen
                     self.slot[s] = 0
@@ -1267,10 +1278,13 @@ cdef class Builder:
             j = self.slot[s]
             self.slot[s] = <int32_t>i
             i += j
+        ne = i  # the events kept (a start state's: those of its class's labels)
         for m in range(n):
             g = <int32_t>(self.m_rs.p[off + m] >> 32)
             for k in range(self.e_ptr[g], self.e_ptr[g + 1]):
                 s = self.e_label[k]
+                if tag >= 0 and self.lab_cls[s] != tag:
+                    continue
                 i = self.slot[s]
                 self.slot[s] = <int32_t>(i + 1)
                 ev[i].key = (<uint64_t><uint32_t>s << 32) | <uint64_t>m
@@ -1426,7 +1440,7 @@ cdef class Builder:
         for k in range(self.touched.n):
             cls = self.touched.p[k]
             self.kbuf.n = 0
-            if i32_push(&self.kbuf, self.c_acc.p[c]):
+            if i32_push(&self.kbuf, cls) or i32_push(&self.kbuf, self.c_acc.p[c]):
                 return E_MEM
             if odd:
                 for e in range(self.present.n):
@@ -1444,7 +1458,7 @@ cdef class Builder:
             else:
                 acc_clear(&L.reads)
                 memcpy(L.acc, pool_row(&self.pool, self.c_acc.p[c]), <size_t>self.W * 8)
-                for e in range(1, self.kbuf.n):
+                for e in range(2, self.kbuf.n):
                     tg = self.kbuf.p[e]
                     off = self.tgroups.off.p[tg]
                     gn = self.tgroups.n.p[tg]
@@ -1454,7 +1468,9 @@ cdef class Builder:
                                   pool_row(&self.pool, self.tgroups.arena.p[off + j + 2]),
                                   self.tgroups.arena.p[off + j + 2]):
                             return E_MEM
+                self.cur_tag = cls  # a start state reads only its class's labels: its own state
                 rc = self._state(L, &x)
+                self.cur_tag = -1
                 if rc:
                     return rc
                 if seq_add(&self.starts_memo, self.kbuf.p, <int32_t>self.kbuf.n, h, x, &m):

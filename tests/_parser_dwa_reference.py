@@ -66,6 +66,7 @@ class ReferenceComposer:
         self._edge_weight = tdwa.edge_weight.tolist()
         self._state_ids: dict[tuple, int] = {}
         self.states: list[tuple[tuple[ReadState, int], ...]] = []
+        self.tags: list[int] = []  # per state: the start class it starts (only its labels are read), or -1
         self._root_index = {int(q): i for i, q in enumerate(tdwa.boundary_states)}
         self._starts: dict[int, tuple[int, list[tuple[int, int]]]] = {}
         self.tdwa_n_labels = int(effects.table.n_states)
@@ -134,11 +135,14 @@ class ReferenceComposer:
         return res
 
     # ---------------------------------------------------------------- determinization
-    def state(self, items: dict[ReadState, int], done: int) -> int:
-        """Intern the residual set (tokens in ``done`` are subtracted); ``-1`` when nothing is left."""
-        key = tuple(sorted((rs, w & ~done) for rs, w in items.items() if w & ~done))
-        if not key:
+    def state(self, items: dict[ReadState, int], done: int, tag: int = -1) -> int:
+        """Intern the residual set (tokens in ``done`` are subtracted); ``-1`` when nothing is left.
+        ``tag``: the start class of a start state (one state per class: it reads only that class's
+        LR states)."""
+        members = tuple(sorted((rs, w & ~done) for rs, w in items.items() if w & ~done))
+        if not members:
             return -1
+        key = (tag, members)
         x = self._state_ids.get(key)
         if x is None:
             x = len(self.states)
@@ -146,7 +150,8 @@ class ReferenceComposer:
                 raise GrammarTooComplex(
                     f"parser DWA: more than {self.max_states} determinized states (limit max_states)")
             self._state_ids[key] = x
-            self.states.append(key)
+            self.states.append(members)
+            self.tags.append(tag)
         return x
 
     def delta(self, members: tuple[tuple[ReadState, int], ...], s: Optional[int]) -> tuple[int, int]:
@@ -200,7 +205,7 @@ class ReferenceComposer:
             for c, terms in enumerate(self._class_terms):
                 members = {rs: w for rs, w in reads if anywhere or rs[0] in terms}
                 if members:
-                    x = self.state(members, acc)
+                    x = self.state(members, acc, c)
                     if x >= 0:
                         entries.append((c, x))
             hit = self._starts[q] = (acc, entries)
@@ -213,7 +218,8 @@ class ReferenceComposer:
             rows.append(None)
         row = rows[x]
         if row is None:
-            names = frozenset(n for (t, e, _d), _w in self.states[x] for n in self.eff[t].explicit[e])
+            names = frozenset(n for (t, e, _d), _w in self.states[x] for n in self.eff[t].explicit[e]
+                              if self.tags[x] < 0 or self.label_class[n] == self.tags[x])
             row = rows[x] = ({}, names, None)
         edges, names, dflt = row
         if s in names:
