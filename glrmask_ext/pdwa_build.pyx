@@ -602,6 +602,7 @@ cdef class Builder:
     cdef Event* ev
     cdef int64_t ev_cap
     cdef IMap top  # (TDWA node << 32 | write sequence) -> closure id: the closures a delta asks for
+    cdef IMap root_of_closure  # a root's closure id -> the first root with that closure (same entries)
     cdef uint64_t* tmp
     cdef Member* mt
     cdef int64_t mt_cap
@@ -682,7 +683,9 @@ cdef class Builder:
         self.cmask = 1023
         self.smask = 1023
         self.top.mask = 1023
+        self.root_of_closure.mask = 1023
         if _new_table(&self.ctab, 1024) or _new_table(&self.stab, 1024) or _new_table(&self.top.table, 1024) or \
+                _new_table(&self.root_of_closure.table, 1024) or \
                 i32_push(&self.row_ptr, 0):
             raise MemoryError
         self.stamp = <uint32_t*>malloc(<size_t>max(self.n_labels, 1) * sizeof(uint32_t))
@@ -870,6 +873,7 @@ cdef class Builder:
         free(self.kstack.p); free(self.dflt_m.p); free(self.dflt_e.p); free(self.live_m.p); free(self.live_e.p)
         free(self.ev); free(self.names.p)
         free(self.top.keys.p); free(self.top.vals.p); free(self.top.table)
+        free(self.root_of_closure.keys.p); free(self.root_of_closure.vals.p); free(self.root_of_closure.table)
         free(self.tmp); free(self.mt); free(self.stamp); free(self.slot)
         if self.levels != NULL:
             for i in range(self.n_levels):
@@ -1382,6 +1386,12 @@ cdef class Builder:
         rc = self._closure(self.t_roots[i], 0, 0, &c)
         if rc:
             return rc
+        j = imap_get(&self.root_of_closure, <uint64_t>c)
+        if j >= 0:  # the entries depend on the closure alone: a root's twin copies them
+            for k in range(self.st_ptr.p[j], self.st_ptr.p[j + 1]):
+                if i32_push(&self.st_cls, self.st_cls.p[k]) or i32_push(&self.st_proj, self.st_proj.p[k]):
+                    return E_MEM
+            return self._root_done(c)
         r0 = self.c_roff.p[c]
         n = self.c_rn.p[c]
         if n > self.mt_cap:
@@ -1477,6 +1487,12 @@ cdef class Builder:
                     return E_MEM
             if x >= 0 and (i32_push(&self.st_cls, cls) or i32_push(&self.st_proj, x)):
                 return E_MEM
+        if imap_put(&self.root_of_closure, <uint64_t>c, <int32_t>self.st_acc.n):
+            return E_MEM
+        return self._root_done(c)
+
+    cdef int _root_done(self, int32_t c) noexcept nogil:
+        """Commit the current root (closure ``c``): its accept weight, after its entries."""
         if i32_reserve(&self.st_acc, self.st_acc.n + 1) or i32_push(&self.st_ptr, <int32_t>self.st_cls.n):
             return E_MEM
         self.st_acc.p[self.st_acc.n] = self.c_acc.p[c]  # last: the root is done
