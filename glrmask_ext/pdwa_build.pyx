@@ -1446,7 +1446,14 @@ cdef class Builder:
                         self.c_stamp[cls] = self.gen
                         if i32_push(&self.touched, cls):
                             return E_MEM
-            _sort_i32(self.touched.p, self.touched.n)
+            if self.touched.n * 16 < self.n_start_classes:
+                _sort_i32(self.touched.p, self.touched.n)
+            else:  # most classes: one pass over the stamps is cheaper than sorting them
+                self.touched.n = 0
+                for cls in range(self.n_start_classes):
+                    if self.c_stamp[cls] == self.gen:
+                        self.touched.p[self.touched.n] = cls
+                        self.touched.n += 1
         for k in range(self.touched.n):
             cls = self.touched.p[k]
             self.kbuf.n = 0
