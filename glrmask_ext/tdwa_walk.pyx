@@ -198,6 +198,17 @@ cdef void _sorted_distinct(vector[int32_t]& ids, Py_ssize_t begin, vector[int32_
         out.resize(j + 1)
 
 
+cdef size_t _CHUNKED = 32  # a union of this many nodes or more goes through content-defined chunks
+
+
+cdef inline bint _chunk_ends(int32_t n) noexcept:
+    """Whether a chunk of a large union ends after node ``n`` (about one node in 16, chosen by a hash
+    of the id alone, so two unions that share most nodes share most chunks)."""
+    cdef uint64_t k = <uint32_t>n
+    k *= 0x9e3779b97f4a7c15ULL
+    return (k >> 60) == 0
+
+
 cdef class Dag:
     """Hash-consed weighted label trees. A node is ``(final weight, ((open label, weight), ...),
     ((label, child), ...))`` with sorted labels and children interned before their parent, so
@@ -547,6 +558,8 @@ cdef class Dag:
         res = self.u_many.get(ns[0])
         if res >= 0:
             return res
+        if ns.size() >= _CHUNKED:
+            return self.union_chunked(ns[0])
         S.finals.clear()
         S.olabs.clear()
         S.elabs.clear()
@@ -570,6 +583,28 @@ cdef class Dag:
         res = self.node(final, S.opens, S.edges)
         self.u_many.put_new(ns[0], res)
         return res
+
+    cdef int32_t union_chunked(self, vector[int32_t]& ids) except -2:
+        """The union of many nodes (distinct, ascending) as the union of its chunks' unions, each
+        memoized. The boundary lexer states of one key prefix trie, say, union the results of ~250
+        first bytes each, nearly all alike from state to state: whole, each union grouped and
+        merged every child again per state; in chunks, a state re-merges only the chunks that hold
+        its own children. Nodes are interned by content, so the result is the same node."""
+        cdef vector[int32_t] all_ids = ids  # (``ids`` is scratch a nested union reuses)
+        cdef vector[int32_t] chunk, parts
+        cdef size_t m
+        cdef int32_t r
+        for m in range(all_ids.size()):
+            chunk.push_back(all_ids[m])
+            if (chunk.size() >= 2 and _chunk_ends(all_ids[m])) or chunk.size() == _CHUNKED // 2 \
+                    or m + 1 == all_ids.size():  # (a chunk is never the whole union)
+                r = self.union_all(chunk, 0)
+                if r >= 0:
+                    parts.push_back(r)
+                chunk.clear()
+        r = self.union_all(parts, 0)
+        self.u_many.put_new(all_ids, r)
+        return r
 
     # ------------------------------------------------------------------ layout
     def n_nodes(self) -> int:
