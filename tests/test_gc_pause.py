@@ -46,3 +46,29 @@ def test_a_refused_schema_leaves_the_collector_enabled(collector_enabled):
     with pytest.raises(UnsupportedSchema):
         lower_json_schema_ir(False)
     assert gc.isenabled()
+
+
+def test_objects_made_during_a_pause_do_not_stay_young(collector_enabled):
+    """They would be the next young collection's work; promoted, the young generations hold only
+    what was allocated after the pause."""
+    with cyclic_gc_paused():
+        kept = [[i] for i in range(50_000)]
+    assert sum(gc.get_count()[:2]) < 1_000
+    assert len(gc.get_objects(generation=0)) < 1_000
+    del kept
+
+
+def test_cyclic_garbage_made_during_a_pause_is_still_collected(collector_enabled):
+    import weakref
+
+    class Node:
+        pass
+
+    with cyclic_gc_paused():
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        probe = weakref.ref(a)
+        del a, b
+    assert probe() is not None  # a cycle: only the collector frees it
+    gc.collect()
+    assert probe() is None

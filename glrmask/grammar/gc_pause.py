@@ -10,6 +10,15 @@ Reference counting still frees everything as usual; only the cycle scans wait un
 The pause is process-wide (the collector has no per-thread switch), so it is counted: concurrent
 or nested stages share one pause, and the collector is re-enabled when the last one ends, and only
 if it was enabled when the first one began.
+
+When the last pause ends, the objects allocated meanwhile are moved straight to the oldest
+generation (``gc.freeze()`` then ``gc.unfreeze()``: two list splices) instead of being left young.
+Left young, they are what the collector scans next: re-enabled after the dense lexer of a large
+schema (two million memo tuples, lists and frozensets that live as long as the lexer), the first
+young collection took 0.34 s and the middle-generation one that followed another 0.33 s, freeing
+nothing. Promoted, they wait for the next full collection, which the collector runs only once the
+old generation has grown by a quarter since the last one, and any cyclic garbage among them
+(there is none by design) is collected then, not leaked.
 """
 from __future__ import annotations
 
@@ -39,5 +48,8 @@ def cyclic_gc_paused() -> Iterator[None]:
     finally:
         with _LOCK:
             _depth -= 1
-            if _depth == 0 and _was_enabled:
-                gc.enable()
+            if _depth == 0:
+                gc.freeze()  # every tracked object to the permanent generation...
+                gc.unfreeze()  # ...and from there into the oldest: the young ones skip two scans
+                if _was_enabled:
+                    gc.enable()
