@@ -82,15 +82,19 @@ cdef extern from *:
         }
     };
 
-    /* Interned int32 sequences: id i is data[ptr[i]:ptr[i+1]]. An open-addressing table of ids,
-       with each id's 64-bit hash kept, so a probe compares sequences only on equal hashes. */
+    /* Interned int32 sequences: id i is data[ptr[i]:ptr[i+1]]. An open-addressing table whose
+       slots hold an id beside the high half of its 64-bit hash (empty: all ones), so a probe
+       reads one slot and compares sequences only on equal tags: the DAG's node table holds
+       hundreds of thousands of ids, and reading each probed id's hash elsewhere was a cache miss
+       per probe (most lookups of a build are misses that probe two or three slots). */
     struct GmSeqSet {
         std::vector<int32_t> data;
         std::vector<int64_t> ptr;
         std::vector<uint64_t> hashes;
-        std::vector<int32_t> table;
+        std::vector<uint64_t> table;
         size_t mask = 0;
-        GmSeqSet() { ptr.push_back(0); table.assign(64, -1); mask = 63; }
+        static constexpr uint64_t EMPTY = ~0ULL;
+        GmSeqSet() { ptr.push_back(0); table.assign(64, EMPTY); mask = 63; }
         static inline uint64_t hash(const int32_t* p, size_t n) {
             uint64_t h = 0x9e3779b97f4a7c15ULL + n;
             for (size_t i = 0; i < n; i++) {
@@ -100,14 +104,19 @@ cdef extern from *:
             }
             return h;
         }
+        static inline uint64_t tag(uint64_t h) { return h & 0xFFFFFFFF00000000ULL; }
         inline int32_t find(const int32_t* p, size_t n, uint64_t h) const {
             size_t i = h & mask;
+            const uint64_t t = tag(h);
             while (true) {
-                int32_t id = table[i];
-                if (id < 0) return -1;
-                if (hashes[id] == h && (size_t)(ptr[id + 1] - ptr[id]) == n
-                        && (n == 0 || std::memcmp(&data[ptr[id]], p, n * sizeof(int32_t)) == 0))
-                    return id;
+                uint64_t slot = table[i];
+                if (slot == EMPTY) return -1;
+                if (tag(slot) == t) {
+                    int32_t id = (int32_t)(uint32_t)slot;
+                    if ((size_t)(ptr[id + 1] - ptr[id]) == n
+                            && (n == 0 || std::memcmp(&data[ptr[id]], p, n * sizeof(int32_t)) == 0))
+                        return id;
+                }
                 i = (i + 1) & mask;
             }
         }
@@ -117,7 +126,7 @@ cdef extern from *:
             ptr.push_back((int64_t)data.size());
             hashes.push_back(h);
             if (2 * hashes.size() > table.size()) {
-                table.assign(table.size() * 2, -1); mask = table.size() - 1;
+                table.assign(table.size() * 2, EMPTY); mask = table.size() - 1;
                 for (int32_t j = 0; j < id; j++) place(j);
             }
             place(id);
@@ -125,8 +134,8 @@ cdef extern from *:
         }
         inline void place(int32_t id) {
             size_t i = hashes[id] & mask;
-            while (table[i] >= 0) i = (i + 1) & mask;
-            table[i] = id;
+            while (table[i] != EMPTY) i = (i + 1) & mask;
+            table[i] = tag(hashes[id]) | (uint32_t)id;
         }
         size_t size() const { return hashes.size(); }
     };
@@ -135,11 +144,18 @@ cdef extern from *:
         GmSeqSet keys;
         std::vector<int32_t> vals;
         inline int32_t get(const std::vector<int32_t>& k) const {
-            int32_t id = keys.find(k.data(), k.size(), GmSeqSet::hash(k.data(), k.size()));
-            return id < 0 ? -1 : vals[id];
+            return get_h(k, GmSeqSet::hash(k.data(), k.size()));
         }
         inline void put_new(const std::vector<int32_t>& k, int32_t v) {
-            keys.insert(k.data(), k.size(), GmSeqSet::hash(k.data(), k.size()));
+            put_new_h(k, GmSeqSet::hash(k.data(), k.size()), v);
+        }
+        /* The same with the key's hash computed once by the caller (a miss is followed by an insert). */
+        inline int32_t get_h(const std::vector<int32_t>& k, uint64_t h) const {
+            int32_t id = keys.find(k.data(), k.size(), h);
+            return id < 0 ? -1 : vals[id];
+        }
+        inline void put_new_h(const std::vector<int32_t>& k, uint64_t h, int32_t v) {
+            keys.insert(k.data(), k.size(), h);
             vals.push_back(v);
         }
     };
@@ -170,6 +186,8 @@ cdef extern from *:
     cdef cppclass GmSeqMap:
         int32_t get(const vector[int32_t]& k)
         void put_new(const vector[int32_t]& k, int32_t v)
+        int32_t get_h(const vector[int32_t]& k, uint64_t h)
+        void put_new_h(const vector[int32_t]& k, uint64_t h, int32_t v)
     cdef cppclass GmPair:
         int64_t a, b
     cdef cppclass GmUnionScratch:
@@ -221,7 +239,7 @@ cdef class Dag:
     cdef GmI64Map w_union
     # nodes
     cdef vector[int32_t] n_final, n_support, n_open_ptr, n_open, n_edge_ptr, n_edge
-    cdef GmI64Map n0, n1, u_pair, u_prefix
+    cdef GmI64Map n0, n1, n1_set, u_pair, u_prefix
     cdef GmSeqMap n_index, u_many, wa_memo  # wa_memo: wunion_all by its distinct weights
     cdef vector[int32_t] key_scratch
     # scratch reused across calls (no allocation per union): wunion, wunion_all, prefix, and one
@@ -230,6 +248,9 @@ cdef class Dag:
     cdef vector[GmPair] wa_pairs
     cdef vector[GmUnionScratch*] u_pool, ua_pool
     cdef size_t u_depth, ua_depth
+    # label sets: an open label ``-2 - i`` stands for every label of set ``i`` (real ones are >= 0)
+    cdef GmSeqSet label_sets
+    cdef GmI64Map expanded
 
     def __dealloc__(self):
         cdef size_t i
@@ -369,6 +390,7 @@ cdef class Dag:
         keys of their own; every node of such a shape goes through them, so ids stay unique."""
         cdef int32_t n
         cdef int64_t ikey
+        cdef uint64_t h
         cdef size_t i
         if final < 0 and opens.size() == 0 and edges.size() == 0:
             return -1
@@ -379,12 +401,19 @@ cdef class Dag:
                     n = self.new_node(final, opens, edges)
                     self.n0.put(final, n)
                 return n
-            if final < 0 and opens.size() == 2:
-                ikey = (<int64_t>opens[0]) << 32 | opens[1]
-                n = self.n1.get(ikey)
+            if final < 0 and opens.size() == 2:  # (the maps take non-negative keys: a set label its own)
+                if opens[0] >= 0:
+                    ikey = (<int64_t>opens[0]) << 32 | opens[1]
+                    n = self.n1.get(ikey)
+                else:
+                    ikey = (<int64_t>(-2 - opens[0])) << 32 | opens[1]
+                    n = self.n1_set.get(ikey)
                 if n < 0:
                     n = self.new_node(final, opens, edges)
-                    self.n1.put(ikey, n)
+                    if opens[0] >= 0:
+                        self.n1.put(ikey, n)
+                    else:
+                        self.n1_set.put(ikey, n)
                 return n
         self.key_scratch.clear()
         self.key_scratch.push_back(final)
@@ -393,10 +422,11 @@ cdef class Dag:
             self.key_scratch.push_back(opens[i])
         for i in range(edges.size()):
             self.key_scratch.push_back(edges[i])
-        n = self.n_index.get(self.key_scratch)
+        h = GmSeqSet.hash(self.key_scratch.data(), self.key_scratch.size())
+        n = self.n_index.get_h(self.key_scratch, h)
         if n < 0:
             n = self.new_node(final, opens, edges)  # (it does not touch key_scratch)
-            self.n_index.put_new(self.key_scratch, n)
+            self.n_index.put_new_h(self.key_scratch, h, n)
         return n
 
     cdef int32_t new_node(self, int32_t final, vector[int32_t]& opens, vector[int32_t]& edges) except -2:
@@ -606,6 +636,76 @@ cdef class Dag:
         self.u_many.put_new(all_ids, r)
         return r
 
+    # ------------------------------------------------------------------ label sets
+    # A token that ends inside a JSON key of fifteen objects with pattern properties is open in
+    # every one of their ~23 key terminals, with one and the same token set. Written out, each
+    # such outcome is a node of 23 (label, weight) pairs: hashed and compared in full when it is
+    # interned, and merged label by label in every union above it — most of such a schema's
+    # build. During the walk it is one pair instead, whose label stands for the whole set
+    # (:meth:`label_set`); unions merge it like any label. The layout writes the sets out
+    # (:meth:`expand`), for the nodes it keeps only, into the nodes the labels denote.
+    cdef int32_t label_set(self, const int32_t* labels, size_t n) except 0:
+        """The open label standing for the sorted distinct ``labels``."""
+        cdef uint64_t h = GmSeqSet.hash(labels, n)
+        cdef int32_t i = self.label_sets.find(labels, n, h)
+        if i < 0:
+            i = self.label_sets.insert(labels, n, h)
+        return -2 - i
+
+    cdef int32_t expand(self, int32_t n) except -2:
+        """The node ``n`` denotes with every set label written out (``n`` itself when none is
+        reachable from it): a set label's weight joins each of its labels' (united with the
+        weight a label has of its own)."""
+        cdef int32_t r, lab, c, c2, w, s0, s1, j
+        cdef int32_t k, k0, k1
+        cdef bint changed = False
+        cdef vector[int32_t] opens, edges
+        cdef vector[int64_t] pairs
+        cdef size_t i
+        if n < 0:
+            return n
+        r = self.expanded.get(n)
+        if r >= 0:
+            return r
+        k0 = self.n_edge_ptr[n]
+        k1 = self.n_edge_ptr[n + 1]
+        for k in range(k0, k1, 2):
+            c = self.n_edge[k + 1]
+            c2 = self.expand(c)
+            changed = changed or c2 != c
+            edges.push_back(self.n_edge[k])
+            edges.push_back(c2)
+        k0 = self.n_open_ptr[n]
+        k1 = self.n_open_ptr[n + 1]
+        for k in range(k0, k1, 2):
+            lab = self.n_open[k]
+            w = self.n_open[k + 1]
+            if lab >= 0:
+                pairs.push_back((<int64_t>lab) << 32 | <uint32_t>w)
+                continue
+            changed = True
+            s0 = <int32_t>self.label_sets.ptr[-2 - lab]
+            s1 = <int32_t>self.label_sets.ptr[-1 - lab]
+            for j in range(s0, s1):
+                pairs.push_back((<int64_t>self.label_sets.data[j]) << 32 | <uint32_t>w)
+        if not changed:
+            self.expanded.put(n, n)
+            return n
+        cpp_sort(pairs.begin(), pairs.end())
+        i = 0
+        while i < pairs.size():
+            lab = <int32_t>(pairs[i] >> 32)
+            w = <int32_t>(pairs[i] & 0xFFFFFFFF)
+            i += 1
+            while i < pairs.size() and <int32_t>(pairs[i] >> 32) == lab:
+                w = self.wunion(w, <int32_t>(pairs[i] & 0xFFFFFFFF))
+                i += 1
+            opens.push_back(lab)
+            opens.push_back(w)
+        r = self.node(self.n_final[n], opens, edges)
+        self.expanded.put(n, r)
+        return r
+
     # ------------------------------------------------------------------ layout
     def n_nodes(self) -> int:
         return self.n_final.size()
@@ -621,6 +721,8 @@ cdef class Dag:
         cdef vector[char] reach
         cdef int32_t n, c, k, d, w, empty = -1
         cdef Py_ssize_t i
+        roots = [self.expand(<int32_t>r) for r in roots]
+        n_all = self.n_final.size()
         reach.assign(n_all + 1, 0)
         for r in roots:
             if r >= 0:
@@ -706,7 +808,7 @@ cdef void _group_by_label(vector[int32_t]& pairs, int32_t k0, int32_t k1, vector
     cdef int32_t k = k0, g, lab
     while k < k1:
         lab = pairs[k]
-        if lab < 0:  # (labels are LR terminal ids, never negative: searched, not indexed)
+        if lab < 0:  # (a set label, ``Dag.label_set``: few per union, searched, not indexed)
             g = 0
             while <size_t>g < labels.size() and labels[g] != lab:
                 g += 1
@@ -829,7 +931,7 @@ cdef class Walker:
     cdef GmI64Map loop_index, canon, memo, leaf_slot
     cdef vector[uint64_t] loop_words  # 4 words per loop_index entry
     # end labels per branch: end_kind[cid] -3 unknown, -2 boundary, 1 closed among them, else 0
-    cdef vector[int32_t] end_kind, end_ptr, end_len, end_labels
+    cdef vector[int32_t] end_kind, end_ptr, end_len, end_labels, end_set  # end_set: 0 not yet
     cdef vector[char] end_state_seen, end_cond_seen
     cdef vector[int32_t] end_state_list, end_cond_list
     # walk stacks
@@ -1183,6 +1285,7 @@ cdef class Walker:
             self.end_kind.resize(n, -3)
             self.end_ptr.resize(n, 0)
             self.end_len.resize(n, 0)
+            self.end_set.resize(n, 0)
         return 0
 
     cdef int32_t step(self, int32_t cid, int byte) except -2:
@@ -1321,16 +1424,18 @@ cdef class Walker:
 
     cdef int32_t own_node(self, const int32_t* bnd, int32_t blen, int32_t cid) except -2:
         """:meth:`own_tokens` as a DAG node (branches ending in many terminals: a flat record
-        would copy the token set once per terminal)."""
-        cdef int32_t w, k, final = -1
+        would copy the token set once per terminal), open in the set label of the branch's end
+        labels (:meth:`Dag.label_set`): one pair, whatever their number."""
+        cdef int32_t w, final = -1
         cdef vector[int32_t]* opens = &self.own_opens
         w = self.dag.weight_at(bnd, blen)
         opens.clear()
         if self.end_kind[cid] == -2:
             return self.dag.node(w, opens[0], self.no_edges)
-        for k in range(self.end_len[cid]):
-            opens.push_back(self.end_labels[self.end_ptr[cid] + k])
-            opens.push_back(w)
+        if self.end_set[cid] == 0:  # (set labels are <= -2)
+            self.end_set[cid] = self.dag.label_set(&self.end_labels[self.end_ptr[cid]], self.end_len[cid])
+        opens.push_back(self.end_set[cid])
+        opens.push_back(w)
         if self.end_kind[cid] == 1:
             final = w
         return self.dag.node(final, opens[0], self.no_edges)

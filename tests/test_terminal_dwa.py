@@ -41,6 +41,13 @@ EXTRA_CASES = {
     # subtree's result unites overlapping token sets reached through different branches
     "ignored_and_used": ('start: X (NL X)*\nX: "x"\nNL: /\\n+/\n%ignore NL',
                          ("x", "\n", "x\n", "\nx", "\n\n", "x\n\nx", "xx", "\nx\n")),
+    # tokens open in more terminals than a flat result holds ("ab" in all seven, "ab3" closed in
+    # one and open in all again): their outcomes are built with one label standing for the set
+    # and written out in the layout, also beside labels of their own ("1" closes A, "12" opens)
+    "open_in_many_terminals": (
+        "start: item+\nitem: A | B | C | D | E | F | G\nA: /[a-z]*1/\nB: /[a-z]*2/\nC: /[a-z]*3/\n"
+        "D: /[a-z]*4/\nE: /[a-z]*5/\nF: /[a-z]*6/\nG: /[a-z]*7/",
+        ("a", "b", "ab", "ba", "1", "a1", "b2", "ab3", "4", "5a", "6", "7ab", "aa", "abab", "12", "3b")),
 }
 
 
