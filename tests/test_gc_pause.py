@@ -72,3 +72,15 @@ def test_cyclic_garbage_made_during_a_pause_is_still_collected(collector_enabled
     assert probe() is not None  # a cycle: only the collector frees it
     gc.collect()
     assert probe() is None
+
+
+def test_a_process_that_froze_objects_keeps_them_frozen(collector_enabled):
+    """A server freezes its model once; a pause must not hand those objects back to the collector."""
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with cyclic_gc_paused():
+            [[i] for i in range(1_000)]
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

@@ -18,7 +18,9 @@ schema (two million memo tuples, lists and frozensets that live as long as the l
 young collection took 0.34 s and the middle-generation one that followed another 0.33 s, freeing
 nothing. Promoted, they wait for the next full collection, which the collector runs only once the
 old generation has grown by a quarter since the last one, and any cyclic garbage among them
-(there is none by design) is collected then, not leaked.
+(there is none by design) is collected then, not leaked. A process that froze objects itself
+(``glrmask serve`` freezes its model before serving) keeps them frozen: unfreezing is all or
+nothing, so there the pause promotes nothing; its compile workers are fresh interpreters.
 """
 from __future__ import annotations
 
@@ -49,7 +51,8 @@ def cyclic_gc_paused() -> Iterator[None]:
         with _LOCK:
             _depth -= 1
             if _depth == 0:
-                gc.freeze()  # every tracked object to the permanent generation...
-                gc.unfreeze()  # ...and from there into the oldest: the young ones skip two scans
+                if gc.get_freeze_count() == 0:  # (else unfreezing would undo the owner's freeze)
+                    gc.freeze()  # every tracked object to the permanent generation...
+                    gc.unfreeze()  # ...and from there into the oldest: the young ones skip two scans
                 if _was_enabled:
                     gc.enable()
