@@ -134,6 +134,21 @@ cdef object _intern_joint(object lexer, _Tables z, tuple lanes):
     return n
 
 
+cdef bint _place(list sets, list entries, int pc, int cs) except -1:
+    """``Lexer._place``: append ``(pc, cs)`` unless an entry ahead with the same pc needs a subset
+    of its conditions (half a million calls in a large schema's dense lexer: no Python frame)."""
+    cdef object mine = sets[cs]
+    cdef tuple e
+    cdef int qcs
+    for e in entries:
+        if <int>e[0] == pc:
+            qcs = e[1]
+            if qcs == cs or sets[qcs] <= mine:
+                return False
+    entries.append((pc, cs))
+    return True
+
+
 cdef object _lane_step(object lexer, _Tables z, int t, int ts, int byte):
     """``Lexer._lane_step(t, ts, byte)`` (see its code: this is it, statement by statement)."""
     cdef list memo = <list?>(<list?>z.ts_rows[t])[ts]
@@ -169,7 +184,7 @@ cdef object _lane_step(object lexer, _Tables z, int t, int ts, int byte):
         if pc == -1:
             if cs2 == _EMPTY_CS:  # an earlier candidate's lookaheads all passed: it wins
                 break
-            lexer._place(new, -1, cs2)
+            _place(sets, new, -1, cs2)
             plain = False
             continue
         nxt = _advance(prog, pc, byte)
@@ -199,7 +214,7 @@ cdef object _lane_step(object lexer, _Tables z, int t, int ts, int byte):
                 if qcs == _EMPTY_CS:
                     cut = True
                     break
-                lexer._place(new, -1, qcs)
+                _place(sets, new, -1, qcs)
                 plain = False
             elif qcs == _EMPTY_CS:
                 # ``_place``: only an entry ahead with the same pc and the empty set beats it
@@ -211,7 +226,7 @@ cdef object _lane_step(object lexer, _Tables z, int t, int ts, int byte):
                 if not dup:
                     new.append(qe)
             else:
-                if lexer._place(new, q, qcs):
+                if _place(sets, new, q, qcs):
                     plain = False
         if cut:
             break
