@@ -232,7 +232,10 @@ cdef class Dag:
     ((label, child), ...))`` with sorted labels and children interned before their parent, so
     equal denotations are the same id; weights are interned sorted disjoint half-open interval
     lists (``-1`` = the empty set). Unions are memoized. ``support[n]`` is the union of every
-    weight in ``n``'s subtree: the tokens with some outcome through ``n``."""
+    weight in ``n``'s subtree: the tokens with some outcome through ``n``. During the walk an open
+    label may stand for a set of labels (:meth:`label_set`), so two ids may then denote the same
+    outcomes (a lost share, never a wrong one); the layout writes the sets out and interns the
+    result, so the nodes it lays out are canonical again."""
     cdef long max_nodes, max_weights
     # weights
     cdef GmSeqSet ws  # interned weights: ws.data[ws.ptr[w]:ws.ptr[w+1]]
