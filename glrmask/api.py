@@ -299,6 +299,19 @@ class Mask:
         return self._engine.n_fallbacks
 
     @property
+    def dynamic_stats(self) -> Optional[dict]:
+        """What the dynamic engine has done so far (None when requests are static): lexer entries
+        explored, memory held by lexeme memos, and memos transferred from another lexer state's
+        (``memo_transfers``: ``(tried and not shown, done)`` — a bounded string's counts that no
+        token tells apart share one memo instead of each walking the trie)."""
+        explorer = getattr(self._engine, "explorer", None)
+        if explorer is None:
+            return None
+        native = explorer.native
+        return {"explored_entries": explorer.n_explored, "memo_bytes": native.memo_bytes,
+                "memo_transfers": native.memo_transfers}
+
+    @property
     def warnings(self) -> list[str]:
         """Front-end warnings and possible lookahead collisions (DESIGN §2). The collision check
         explores every terminal's lexer states, so it runs on first access, not at compile time

@@ -120,6 +120,9 @@ DEF CM_SLOTS = 512
 DEF CM_MAX_KEY = 4096
 DEF MEMO_SLOTS = 65536
 DEF LM_SLOTS = 8
+DEF RC_W = 64          # lexer states one trie level of a recorded lexeme walk may hold
+DEF TX_SOURCES = 8     # transfer sources tried for a new memo (the memos built last)
+DEF TX_MAX_PAIRS = 64  # state pairs one trie level of a transfer may hold
 
 DEFAULT_MAX_STACKS = 100_000
 """Stack tops (over all lanes) one step may produce: an ambiguous grammar whose parses multiply
@@ -246,11 +249,24 @@ ctypedef struct LexMemo:
     IVec b_front           # (node, state)
     IVec b_pend            # (node, state before its byte): subtrees left for the next round
     void* b_cls            # the frontier classes being built (a ClassBuild; NULL before and after)
+    # transfer (DESIGN §4.9, lexer states no token tells apart, in the dynamic engine): what the
+    # lexeme walk read — per trie level, the lexer states it stepped from and their bytes — so
+    # that another state's memo can be proved equal to this one without a walk (_memo_transfer)
+    uint64_t* rc           # while built: RC_W entries (state, 4 byte words) per level; NULL: not kept
+    int32_t* rc_n          # entries per level (then rc_last: the entry each level hit last)
+    uint64_t* tx           # once complete: the entries, level by level
+    int32_t* tx_off        # tx_levels + 1 offsets (in entries) into tx
+    int32_t tx_levels
+    LexMemo* alias_of      # a transferred memo: the arrays are this memo's (it frees only its key)
 
 
 cdef void _memo_free(LexMemo* m) noexcept nogil:
-    if m != NULL:
+    if m != NULL and m.alias_of != NULL:
+        free(m.rbits)
+        free(m)
+    elif m != NULL:
         free(m.rbits); free(m.u_ids); free(m.u_row)
+        free(m.rc); free(m.rc_n); free(m.tx); free(m.tx_off)
         free(m.fr_node); free(m.fr_q)
         free(m.c_off); free(m.c_data); free(m.c_tptr); free(m.c_ids); free(m.c_row); free(m.c_rows)
         free(m.s_parent); free(m.s_term)
@@ -305,6 +321,10 @@ ctypedef struct CLazy:
     CMSlot* cm             # CM_SLOTS masks by configuration, shared by every request of the mask
     int64_t* memo_key      # MEMO_SLOTS: hash of (state, condition, rbits) -> memo, open addressing;
     LexMemo** memo_val     # written under memo_flag, a key published after its value
+    LexMemo* tx_src[TX_SOURCES]  # the memos built last whose walks were kept: transfer sources
+    int32_t tx_next        # (a ring, written under memo_flag)
+    int64_t n_tx_tries     # memos built after a transfer was tried, and memos transferred
+    int64_t n_tx_hits
 
 
 ctypedef struct CTables:
@@ -593,6 +613,12 @@ cdef class LazyLexer:
     def memo_bytes(self) -> int:
         """Memory held by the lexeme memos (bounded by ``memo_budget``)."""
         return self.z.memo_bytes
+
+    @property
+    def memo_transfers(self) -> tuple[int, int]:
+        """``(failed, done)``: transfers of a memo from another lexer state's that were tried
+        and not shown, and those done (each a trie walk saved)."""
+        return self.z.n_tx_tries, self.z.n_tx_hits
 
     @property
     def memo_budget(self) -> int:
@@ -1228,6 +1254,10 @@ ctypedef struct CFamily:
     uint64_t* s_bits       # class bitsets: acc, seed, lane (3 * cw)
     uint64_t* r_bits       # a lane's relevant terminals (fut_words; dynamic masks)
     int32_t cw
+    IVec tx_a              # a memo transfer's pairs of lexer states at one trie level, and the next
+    IVec tx_b
+    int32_t tx_stamp       # byte groups already compared for one pair (stamped)
+    int32_t tx_gseen[256]
 
 
 cdef inline uint64_t _mix(uint64_t x) noexcept nogil:
@@ -1334,6 +1364,7 @@ cdef class Family:
         free(f.lm_words); free(f.fc_slot); iv_free(&f.fc_pool)
         free(f.s_bits)
         free(f.r_bits)
+        iv_free(&f.tx_a); iv_free(&f.tx_b)
         if self.lock != NULL:
             PyThread_free_lock(self.lock)
 
@@ -2589,6 +2620,38 @@ cdef const uint64_t* _loop_words(const CTables* t, CFamily* f, int32_t q) noexce
     return w
 
 
+cdef void _rc_drop(LexMemo* m) noexcept nogil:
+    """Stop recording ``m``'s walk (a level with more than RC_W states, a subtree taken without
+    stepping it, out of memory): it will not be a transfer source."""
+    free(m.rc); free(m.rc_n)
+    m.rc = NULL
+    m.rc_n = NULL
+
+
+cdef inline void _rc_note(LexMemo* m, int32_t levels, int32_t lvl, int32_t q, int32_t b) noexcept nogil:
+    """Record that the walk stepped byte ``b`` from lexer state ``q`` at trie level ``lvl``."""
+    cdef int32_t* last = m.rc_n + levels
+    cdef uint64_t* e = m.rc + 5 * (<Py_ssize_t>lvl * RC_W + last[lvl])
+    cdef int32_t k, n
+    if m.rc_n[lvl] == 0 or <int32_t>e[0] != q:
+        n = m.rc_n[lvl]
+        for k in range(n):
+            e = m.rc + 5 * (<Py_ssize_t>lvl * RC_W + k)
+            if <int32_t>e[0] == q:
+                break
+        else:
+            if n == RC_W:
+                _rc_drop(m)
+                return
+            k = n
+            e = m.rc + 5 * (<Py_ssize_t>lvl * RC_W + k)
+            e[0] = <uint64_t><uint32_t>q
+            e[1] = 0; e[2] = 0; e[3] = 0; e[4] = 0
+            m.rc_n[lvl] = n + 1
+        last[lvl] = k
+    e[1 + (b >> 6)] |= (<uint64_t>1) << (b & 63)
+
+
 cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
     """The lexer-only walk of trie nodes ``[lo, hi)`` (parent state at level ``depth(lo) - 1`` of
     ``m_lvlq``) into the memo being built: a lane that does not survive ``m.rbits`` is a dead
@@ -2617,6 +2680,8 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
         d = node[2] >> t.tr_depth_shift
         qp = LQ.d[d - 1]
         b = node[2] & 255
+        if m.rc != NULL:
+            _rc_note(m, t.tr_max_depth + 2, d - 1, qp, b)
         # the parent's rows, looked up once per level (no entry is explored during a walk)
         if RK[d - 1] != qp:
             RK[d - 1] = qp
@@ -2678,6 +2743,8 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
             if (below & ~lc & 255) == 0 or ((sb[0] & ~lw[0]) | (sb[1] & ~lw[1]) | (sb[2] & ~lw[2]) | (sb[3] & ~lw[3])) == 0:
                 a = t.tr_sub_lo[i] + (1 if tok >= 0 else 0)
                 z = t.tr_sub_hi[i]
+                if m.rc != NULL:  # bytes below were not stepped: nothing to compare a transfer with
+                    _rc_drop(m)
                 while a < z:  # the subtree's internal ids are an interval (trie order)
                     bp[bn] = a
                     bn += 1
@@ -2687,6 +2754,33 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
         i += 1
     m.b_pairs.n = bn
     return 0
+
+
+cdef void _rc_keep(const CTables* t, LexMemo* m) noexcept nogil:
+    """The complete walk's record, level by level, compacted into ``m.tx`` (kept, counted in the
+    memos' memory)."""
+    cdef int32_t levels = t.tr_max_depth + 2, lvl, used = 0
+    cdef Py_ssize_t n = 0, k
+    for lvl in range(levels):
+        n += m.rc_n[lvl]
+        if m.rc_n[lvl]:
+            used = lvl + 1
+    m.tx = <uint64_t*>malloc((5 * n + 1) * sizeof(uint64_t))
+    m.tx_off = <int32_t*>malloc((used + 1) * sizeof(int32_t))
+    if m.tx == NULL or m.tx_off == NULL:
+        free(m.tx); free(m.tx_off)
+        m.tx = NULL
+        m.tx_off = NULL
+    else:
+        k = 0
+        for lvl in range(used):
+            m.tx_off[lvl] = <int32_t>k
+            memcpy(m.tx + 5 * k, m.rc + 5 * (<Py_ssize_t>lvl * RC_W), 5 * m.rc_n[lvl] * sizeof(uint64_t))
+            k += m.rc_n[lvl]
+        m.tx_off[used] = <int32_t>k
+        m.tx_levels = used
+        t.lz.memo_bytes += 40 * n + 4 * used
+    _rc_drop(m)
 
 
 cdef int _memo_build(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
@@ -2710,6 +2804,10 @@ cdef int _memo_build(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
         if not m.started:
             m.started = 1
             LQ.d[0] = m.q
+            m.rc = <uint64_t*>malloc(5 * RC_W * (t.tr_max_depth + 2) * sizeof(uint64_t))
+            m.rc_n = <int32_t*>calloc(2 * (t.tr_max_depth + 2), sizeof(int32_t))
+            if m.rc == NULL or m.rc_n == NULL:
+                _rc_drop(m)
             if _memo_walk(t, f, m, 1, t.tr_n):
                 return R_NOMEM
         else:
@@ -2766,6 +2864,8 @@ cdef int _memo_build(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
             m.fr_node[k] = m.b_front.d[2 * k]
             m.fr_q[k] = m.b_front.d[2 * k + 1]
         iv_free(&m.b_front)
+        if m.rc != NULL:
+            _rc_keep(t, m)
         m.lex_done = 1
         t.lz.memo_bytes += 4 * ((n if m.u_row == NULL else t.n_words) + 2 * m.n_front) + 64
     return _memo_classes(t, f, m)
@@ -3074,6 +3174,164 @@ cdef inline uint64_t _memo_hash(int32_t q, int32_t c, const uint64_t* rbits, int
     return (h >> 1) | 1  # positive: 0 marks an empty slot
 
 
+cdef inline int _events_same(const CLazy* z, int32_t r1, int32_t r2) noexcept nogil:
+    """Whether two event-list references hold the same events."""
+    cdef const int32_t* e1
+    cdef const int32_t* e2
+    if r1 == r2:
+        return 1
+    e1 = z.ev_chunks[r1 >> EV_CHUNK_BITS] + (r1 & (EV_CHUNK - 1))
+    e2 = z.ev_chunks[r2 >> EV_CHUNK_BITS] + (r2 & (EV_CHUNK - 1))
+    return e1[0] == e2[0] and memcmp(e1, e2, (1 + 2 * e1[0]) * sizeof(int32_t)) == 0
+
+
+cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_t q) noexcept nogil:
+    """Whether the memo of a lane in lexer state ``q`` (same condition and ``rbits``) is exactly
+    ``src``'s: 1 yes, 0 not shown, -1 entries not explored yet (recorded in ``s_miss``), -2 out
+    of memory.
+
+    Why. Inside a string with ``maxLength: 1024`` every token reaches a new lexer state (the
+    count), so without this every mask there would walk the whole trie again, though no token
+    can tell two counts far from the bound apart. Rather than computing that equivalence over
+    all byte strings (DESIGN §4.9: far more lexer states than the trie reaches), this follows
+    ``src``'s own walk: level by level, the pairs (state of ``src``'s walk, state of ``q``'s)
+    that the same trie paths reach, compared on every byte group ``src``'s walk stepped from
+    that state at that level — the same events, the same state after an event (the frontier
+    classes continue from it), both dead or neither, the same survival verdict. A pair of equal
+    states is equal below, and every trie node the walk of ``q`` would visit is reached by a
+    compared pair, so the tokens that stay inside, the frontier nodes and their classes — the
+    whole memo — are the same. (States read only by a subtree taken whole are not recorded:
+    such walks are no source, see _rc_drop.)"""
+    cdef const CLazy* z = t.lz
+    cdef IVec* A = &f.tx_a
+    cdef IVec* B = &f.tx_b
+    cdef IVec* T
+    cdef int32_t lvl, s1, s2, v1, v2, b, g, k
+    cdef Py_ssize_t i, j, e
+    cdef const uint64_t* ent
+    cdef const int32_t* r1
+    cdef const int32_t* r2
+    cdef const int32_t* x1
+    cdef const int32_t* x2
+    cdef uint64_t word
+    cdef int missing = 0, w, sv1, sv2
+    A.n = 0
+    if iv_push(A, src.q) or iv_push(A, q):
+        return -2
+    for lvl in range(src.tx_levels):
+        if A.n == 0:
+            break
+        B.n = 0
+        for i in range(0, A.n, 2):
+            s1 = A.d[i]
+            s2 = A.d[i + 1]
+            ent = NULL
+            for e in range(src.tx_off[lvl], src.tx_off[lvl + 1]):
+                if <int32_t>src.tx[5 * e] == s1:
+                    ent = src.tx + 5 * e
+                    break
+            if ent == NULL:
+                continue  # the walk stepped nothing from s1 here (a leaf)
+            r1 = <const int32_t*>_lz_get(z.trans, s1)
+            x1 = <const int32_t*>_lz_get(z.evref, s1)
+            r2 = <const int32_t*>_lz_get(z.trans, s2)
+            x2 = <const int32_t*>_lz_get(z.evref, s2)
+            if r1 == NULL or x1 == NULL:
+                return 0
+            f.tx_stamp += 1
+            if f.tx_stamp == 0x7fffffff:
+                memset(f.tx_gseen, 0, sizeof(f.tx_gseen))
+                f.tx_stamp = 1
+            for w in range(4):
+                word = ent[1 + w]
+                while word:
+                    b = w * 64 + glr_ctz64(word)
+                    word &= word - 1
+                    g = z.byte_group[b] if z.has_groups else b  # a group's bytes step alike
+                    if f.tx_gseen[g] == f.tx_stamp:
+                        continue
+                    f.tx_gseen[g] = f.tx_stamp
+                    v1 = glr_load_i32(&r1[b])
+                    if v1 == UNKNOWN:
+                        return 0
+                    v2 = UNKNOWN if r2 == NULL else glr_load_i32(&r2[b])
+                    if v2 == UNKNOWN:
+                        _miss(f, M_STEP, s2, b)
+                        missing = 1
+                        continue
+                    if x1[b] >= 0 or x2[b] >= 0:  # an event: a frontier node in both, or no transfer
+                        if x1[b] < 0 or x2[b] < 0 or v1 != v2 or not _events_same(z, x1[b], x2[b]):
+                            return 0
+                        continue
+                    if v1 == v2:
+                        continue  # dead in both, or one state from here on
+                    if v1 == DEAD or v2 == DEAD:
+                        return 0
+                    sv1 = _survives_r(t, f, v1, src.rbits)
+                    sv2 = _survives_r(t, f, v2, src.rbits)
+                    if sv1 < 0 or sv2 < 0:
+                        missing = 1
+                        continue
+                    if sv1 != sv2:
+                        return 0
+                    if sv1 == 0:
+                        continue
+                    for j in range(0, B.n, 2):
+                        if B.d[j] == v1 and B.d[j + 1] == v2:
+                            break
+                    else:
+                        if B.n >= 2 * TX_MAX_PAIRS:
+                            return 0
+                        if iv_push(B, v1) or iv_push(B, v2):
+                            return -2
+        T = A
+        A = B
+        B = T
+    return -1 if missing else 1
+
+
+cdef LexMemo* _transferred(const CTables* t, CFamily* f, int32_t q, const uint64_t* rbits, uint64_t h,
+                           int* code) noexcept nogil:
+    """A memo for the lane (``q``, no condition, ``rbits``) shared with one of the sources
+    (:func:`_memo_transfer`), or NULL with ``code`` R_OK (none applies: build it), R_MISSING
+    or R_NOMEM. Called with the builder lock."""
+    cdef CLazy* z = t.lz
+    cdef int32_t fw = 2 * t.fut_words, k
+    cdef LexMemo* src
+    cdef LexMemo* m
+    cdef int r
+    code[0] = R_OK
+    for k in range(TX_SOURCES):
+        src = z.tx_src[(z.tx_next - 1 - k) & (TX_SOURCES - 1)]
+        if src == NULL or memcmp(src.rbits, rbits, fw * sizeof(uint64_t)) != 0:
+            continue
+        r = _memo_transfer(t, f, src, q)
+        if r == 0:
+            z.n_tx_tries += 1
+            continue
+        if r < 0:
+            code[0] = R_MISSING if r == -1 else R_NOMEM
+            return NULL
+        m = <LexMemo*>malloc(sizeof(LexMemo))
+        if m == NULL:
+            code[0] = R_NOMEM
+            return NULL
+        memcpy(m, src, sizeof(LexMemo))
+        m.rbits = <uint64_t*>malloc(fw * sizeof(uint64_t))
+        if m.rbits == NULL:
+            free(m)
+            code[0] = R_NOMEM
+            return NULL
+        memcpy(m.rbits, rbits, fw * sizeof(uint64_t))
+        m.q = q
+        m.key = h
+        m.alias_of = src
+        z.memo_bytes += sizeof(LexMemo) + fw * sizeof(uint64_t)
+        z.n_tx_hits += 1
+        return m
+    return NULL
+
+
 cdef LexMemo* _get_memo(const CTables* t, CFamily* f, int32_t q, int32_t c, const uint64_t* rbits,
                         int* code) noexcept nogil:  # rbits: 2 * fut_words words
     """The memo of the lane (lexer state ``q``, pending condition ``c`` or -1, terminals
@@ -3114,6 +3372,17 @@ cdef LexMemo* _get_memo(const CTables* t, CFamily* f, int32_t q, int32_t c, cons
     else:
         glr_unlock(&z.memo_flag)
         return NULL  # the table is full: these lanes walk the trie
+    if m == NULL and c < 0:
+        m = _transferred(t, f, q, rbits, h, code)
+        if m != NULL:
+            glr_store_ptr(<void**>&z.memo_val[j], m)
+            glr_store_u64(<uint64_t*>&z.memo_key[j], h)
+            glr_unlock(&z.memo_flag)
+            return m
+        if code[0] != R_OK:
+            glr_unlock(&z.memo_flag)
+            return NULL
+        code[0] = R_FALLBACK
     if m == NULL:
         m = <LexMemo*>calloc(1, sizeof(LexMemo))
         if m == NULL:
@@ -3159,6 +3428,9 @@ cdef LexMemo* _get_memo(const CTables* t, CFamily* f, int32_t q, int32_t c, cons
         return NULL
     if r != R_OK:  # out of memory or too many lanes: masks of this lane walk the trie
         m.unusable = 1
+    elif m.tx != NULL:
+        z.tx_src[z.tx_next & (TX_SOURCES - 1)] = m
+        z.tx_next += 1
     glr_store_i32(&m.ready, 1)
     glr_unlock(&z.memo_flag)
     return m

@@ -279,3 +279,72 @@ def test_a_vocabulary_with_a_token_of_40_kb_masks_alike_dynamically_and_statical
         twin = static.start()
         assert twin.commit_bytes(data) if data else True
         assert static.get_mask(twin).tobytes() == dynamic.get_mask(state).tobytes(), data[:20]
+
+
+BOUNDED = "start: STR\n" + r'STR: /"(?:[^"\\\x00-\x1f]|\\["\\n]){0,%d}"/'
+BOUNDED_PIECES = ["a", "b", "ab", "abc", "abcd", "ab" * 4, "a" * 12, " ", "  ", '"', '"a', 'a"', 'ab"', "\\n",
+                  'a\\"', "\\", "é", "中", "é\"", 'abc"}']
+
+
+def _walk_bounded(bound: int, seed: int):
+    mask = glrmask.compile(BOUNDED % bound, tiny_vocab(BOUNDED_PIECES), format="lark", mode="dynamic")
+    rng = random.Random(seed)
+    ids = {p: i for i, p in enumerate(BOUNDED_PIECES)}
+    body = [p for p in BOUNDED_PIECES if '"' not in p or p == 'a\\"']
+    state, data = mask.start(), b""
+    assert state.commit(ids['"'])
+    data += b'"'
+    while True:
+        words = mask.get_mask(state)
+        assert words.tobytes() == reference_words(mask, data).tobytes(), data
+        ok = allowed(words)
+        piece = rng.choice([p for p in body if ids[p] in ok] or ['"'])
+        assert state.commit(ids[piece])
+        data += piece.encode()
+        if state.is_accepting():
+            return mask
+
+
+@pytest.mark.parametrize("bound,seed", [(40, 0), (40, 1), (300, 2)])
+def test_a_bounded_string_masks_exactly_at_every_count_up_to_its_bound(bound, seed):
+    """Inside a bounded string every token reaches a new lexer state (the count). Counts no
+    token can tell apart (far from the bound) share one lexeme memo, proved equal by following
+    the first one's walk; near the bound a token of 12 bytes tells them apart, and each count
+    gets a memo of its own. Every mask, on the way to the bound and past it, is the reference's."""
+    mask = _walk_bounded(bound, seed)
+    assert mask.dynamic_stats["memo_transfers"][1] > 0
+
+
+def test_memos_are_not_transferred_between_counts_a_token_tells_apart():
+    """Twelve bytes before the bound a count is told apart by the 12-byte token: the counts
+    there are never given another count's memo (the masks above check it, and here no memo is
+    transferred at all when the bound leaves every count that close)."""
+    mask = _walk_bounded(12, 3)
+    assert mask.dynamic_stats["memo_transfers"][1] == 0
+
+
+@pytest.mark.parametrize("max_length", [60, 400])
+def test_a_bounded_json_string_masks_like_the_static_engine_at_every_count(max_length, gpt2):
+    """The same with a real vocabulary (gpt2's longest string tokens are ~60 bytes, so at
+    ``maxLength: 60`` every count is told apart, at 400 most are not): random walks through a
+    bounded JSON string to its bound, dynamic ≡ static at every token."""
+    schema = {"type": "object", "properties": {"s": {"type": "string", "maxLength": max_length}},
+              "required": ["s"], "additionalProperties": False}
+    static = glrmask.compile_json_schema(schema, gpt2, mode="static")
+    dynamic = glrmask.compile_json_schema(schema, gpt2, mode="dynamic")
+    rng = random.Random(max_length)
+    prefix = gpt2.encode('{"s": "')
+    for _walk in range(3):
+        s, d = static.start(), dynamic.start()
+        for tok in prefix:
+            assert s.commit(tok) and d.commit(tok)
+        for k in range(max_length + 2):
+            want = static.get_mask(s)
+            assert dynamic.get_mask(d).tobytes() == want.tobytes(), (max_length, k)
+            toks = sorted(allowed(want))
+            if not toks or s.is_accepting():
+                break
+            tok = rng.choice(toks)
+            assert s.commit(tok) and d.commit(tok)
+    if max_length == 400:
+        assert dynamic.dynamic_stats["memo_transfers"][1] > 0
