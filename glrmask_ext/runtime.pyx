@@ -32,7 +32,9 @@ demand (:class:`LazyLexer`; a step that needs an entry nobody explored yet repor
 explores it and the step runs again) and a mask walks the vocabulary trie over the snapshot —
 each trie level keeps its snapshot, dead subtrees are skipped, inside a lexeme only the lexer
 moves, and memos keep repeated work away (per lexer state, the tokens that stay inside the lexeme,
-shared by every request; per mask, GLR feeds; per request, its last masks).
+shared by every request — and shared with a later lexer state that no token tells apart from it,
+like the counts of a long bounded string (``_memo_transfer``); per mask, GLR feeds; per request,
+its last masks).
 """
 import numpy as np
 cimport numpy as cnp
@@ -123,6 +125,7 @@ DEF LM_SLOTS = 8
 DEF RC_W = 64          # lexer states one trie level of a recorded lexeme walk may hold
 DEF TX_SOURCES = 8     # transfer sources tried for a new memo (the memos built last)
 DEF TX_MAX_PAIRS = 64  # state pairs one trie level of a transfer may hold
+DEF TX_TRIES = 2       # sources with the lane's terminals tried for one new memo
 
 DEFAULT_MAX_STACKS = 100_000
 """Stack tops (over all lanes) one step may produce: an ambiguous grammar whose parses multiply
@@ -323,7 +326,7 @@ ctypedef struct CLazy:
     LexMemo** memo_val     # written under memo_flag, a key published after its value
     LexMemo* tx_src[TX_SOURCES]  # the memos built last whose walks were kept: transfer sources
     int32_t tx_next        # (a ring, written under memo_flag)
-    int64_t n_tx_tries     # memos built after a transfer was tried, and memos transferred
+    int64_t n_tx_tries     # transfers tried and not shown (one per source tried), and those done
     int64_t n_tx_hits
 
 
@@ -617,7 +620,7 @@ cdef class LazyLexer:
     @property
     def memo_transfers(self) -> tuple[int, int]:
         """``(failed, done)``: transfers of a memo from another lexer state's that were tried
-        and not shown, and those done (each a trie walk saved)."""
+        and not shown (one per source tried), and those done (each a trie walk saved)."""
         return self.z.n_tx_tries, self.z.n_tx_hits
 
     @property
@@ -3299,12 +3302,15 @@ cdef LexMemo* _transferred(const CTables* t, CFamily* f, int32_t q, const uint64
     cdef int32_t fw = 2 * t.fut_words, k
     cdef LexMemo* src
     cdef LexMemo* m
-    cdef int r
+    cdef int r, tried = 0
     code[0] = R_OK
     for k in range(TX_SOURCES):
         src = z.tx_src[(z.tx_next - 1 - k) & (TX_SOURCES - 1)]
         if src == NULL or memcmp(src.rbits, rbits, fw * sizeof(uint64_t)) != 0:
             continue
+        if tried == TX_TRIES:  # the latest sources of these terminals (a count's is the latest)
+            break
+        tried += 1
         r = _memo_transfer(t, f, src, q)
         if r == 0:
             z.n_tx_tries += 1

@@ -1,0 +1,107 @@
+"""Dynamic masks alone: the decode-loop bench's documents replayed back to back in ``mode="dynamic"``.
+
+Why this benchmark. ``bench/auto_decode_bench.py`` measures what a request sees in ``mode="auto"``,
+where most tokens turn static after a fraction of a second; its dynamic tail is a few dozen cold
+masks per schema. This replays the same documents (same schemas, valid instances in schema key
+order, compact ``json.dumps``, Llama-3.1 tokens) with no static compile at all, so every token is a
+dynamic mask, and says where the time goes: the share spent in the lazy lexer's exploration (the
+Python side of a cold mask), the explore round trips, and the worst tokens with their schema and
+position. TBM = the mask + the commit, ``perf_counter_ns``, one pinned core, the garbage collector
+off within a document.
+
+    python bench/dynamic_replay_bench.py --per-split 2 --max-tokens 300
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import gzip
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from auto_decode_bench import documents, pct  # noqa: E402
+from json_schema_bench import DATA, EOS, SPLITS  # noqa: E402
+from peers import TOKENIZER, pin_to_core  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--per-split", type=int, default=2, help="schemas per split")
+    ap.add_argument("--splits", default=",".join(SPLITS))
+    ap.add_argument("--docs", type=int, default=3, help="valid instances per schema")
+    ap.add_argument("--max-tokens", type=int, default=300, help="tokens per schema (all its documents)")
+    ap.add_argument("--core", type=int, default=None, help="core to pin to (default: the last allowed one)")
+    ap.add_argument("--worst", type=int, default=10, help="worst tokens to list")
+    args = ap.parse_args()
+
+    import glrmask
+    from glrmask.runtime import dynamic
+
+    core = pin_to_core(args.core)
+    vocab = glrmask.Vocab.from_tokenizer_json(TOKENIZER, eos_token_ids=[EOS])
+    spent = {"ns": 0, "calls": 0}
+    explore = dynamic.LexerExplorer.explore
+
+    def timed_explore(self, missing, first=True):  # the Python side of a cold mask
+        t0 = time.perf_counter_ns()
+        try:
+            return explore(self, missing, first)
+        finally:
+            spent["ns"] += time.perf_counter_ns() - t0
+            spent["calls"] += 1
+
+    dynamic.LexerExplorer.explore = timed_explore
+    rows, n_schemas, transfers = [], 0, [0, 0]
+    for split in [s for s in args.splits.split(",") if s]:
+        with gzip.open(DATA / f"{split}.jsonl.gz", "rt", encoding="utf-8") as fh:
+            for n, line in enumerate(fh):
+                if n >= args.per_split:
+                    break
+                rec = json.loads(line)
+                docs = documents(rec, vocab.tokenizer, args.docs, args.max_tokens)
+                if not docs:
+                    continue
+                try:
+                    mask = glrmask.compile_json_schema(rec["schema"], vocab, mode="dynamic")
+                except glrmask.errors.GlrmaskError as e:
+                    print(f"# {split} #{n}: glrmask refused ({type(e).__name__})", file=sys.stderr)
+                    continue
+                n_schemas += 1
+                out = np.zeros((1, mask.n_words), np.int32)
+                for ids in docs:
+                    state = mask.start()
+                    gc.disable()
+                    try:
+                        for pos, tok in enumerate(ids):
+                            spent.update(ns=0, calls=0)
+                            t0 = time.perf_counter_ns()
+                            mask.fill_mask(state, out, 0)
+                            ok = state.commit(tok)
+                            rows.append((time.perf_counter_ns() - t0, spent["ns"], spent["calls"], split, n, pos))
+                            if not ok:
+                                print(f"# {split} #{n}: token {pos} rejected", file=sys.stderr)
+                                break
+                    finally:
+                        gc.enable()
+                stats = getattr(mask, "dynamic_stats", None) or {}  # (a build before it had none)
+                transfers[0] += stats.get("memo_transfers", (0, 0))[0]
+                transfers[1] += stats.get("memo_transfers", (0, 0))[1]
+    tbm = [r[0] for r in rows]
+    total, explored = sum(tbm), sum(r[1] for r in rows)
+    print(f"dynamic masks replayed back to back: {n_schemas} schemas, {len(rows)} tokens, core {core}\n")
+    print("| tokens | TBM p50 / p90 / p99 / p99.9 / max (µs) | total (ms) | exploring (ms) | explore calls |")
+    print("|---:|---:|---:|---:|---:|")
+    print(f"| {len(rows)} | {pct(tbm)} | {total / 1e6:.1f} | {explored / 1e6:.1f} | {sum(r[2] for r in rows)} |")
+    print(f"\nlexeme memos transferred: {transfers[1]} (tried and not shown: {transfers[0]})")
+    print(f"\nworst {args.worst} tokens: TBM µs (exploring µs, calls) — schema, position")
+    for r in sorted(rows, key=lambda r: -r[0])[:args.worst]:
+        print(f"  {r[0] / 1e3:9.1f} ({r[1] / 1e3:.1f}, {r[2]}) — {r[3]} #{r[4]}, token {r[5]}")
+
+
+if __name__ == "__main__":
+    main()
