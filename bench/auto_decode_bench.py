@@ -95,14 +95,33 @@ def ms(xs) -> str:
     return " / ".join(f"{v * 1e3:.1f}" for v in np.percentile(xs, [50, 90, 100])) if len(xs) else "—"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def schema_documents(args, tokenizer):
+    """``(split, index, record, documents)`` of the schemas :func:`document_args` chose that have
+    valid instances."""
+    for split in [s for s in args.splits.split(",") if s]:
+        with gzip.open(DATA / f"{split}.jsonl.gz", "rt", encoding="utf-8") as fh:
+            for n, line in enumerate(fh):
+                if n >= args.per_split:
+                    break
+                rec = json.loads(line)
+                docs = documents(rec, tokenizer, args.docs, args.max_tokens)
+                if docs:
+                    yield split, n, rec, docs
+
+
+def document_args(ap: argparse.ArgumentParser) -> None:
+    """The options that choose the schemas and documents (shared with the dynamic replay bench)."""
     ap.add_argument("--per-split", type=int, default=2, help="schemas per split")
     ap.add_argument("--splits", default=",".join(SPLITS))
     ap.add_argument("--docs", type=int, default=3, help="valid instances per schema")
     ap.add_argument("--max-tokens", type=int, default=300, help="tokens per schema (all its documents)")
-    ap.add_argument("--step-ms", type=float, default=10.0, help="simulated model step after each token")
     ap.add_argument("--core", type=int, default=None, help="core to pin to (default: the last allowed one)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    document_args(ap)
+    ap.add_argument("--step-ms", type=float, default=10.0, help="simulated model step after each token")
     ap.add_argument("--no-llguidance", action="store_true")
     ap.add_argument("--keep-gc", action="store_true",
                     help="leave the garbage collector on within documents (as in a server)")
@@ -128,58 +147,50 @@ def main() -> None:
     l_tok: list[int] = []
     ttfm, to_static, l_ttfm, never = [], [], [], 0
     n_schemas = 0
-    for split in [s for s in args.splits.split(",") if s]:
-        with gzip.open(DATA / f"{split}.jsonl.gz", "rt", encoding="utf-8") as fh:
-            for n, line in enumerate(fh):
-                if n >= args.per_split:
-                    break
-                rec = json.loads(line)
-                docs = documents(rec, tokenizer, args.docs, args.max_tokens)
-                if not docs:
-                    continue
-                t0 = time.perf_counter()
-                try:
-                    mask = glrmask.compile_json_schema(rec["schema"], vocab)
-                    mask.get_mask(mask.start())
-                except glrmask.errors.GlrmaskError as e:
-                    print(f"# {split} #{n}: glrmask refused ({type(e).__name__})", file=sys.stderr)
-                    continue
-                ttfm.append(time.perf_counter() - t0)
-                switched: list[float] = []
+    for split, n, rec, docs in schema_documents(args, tokenizer):
+        t0 = time.perf_counter()
+        try:
+            mask = glrmask.compile_json_schema(rec["schema"], vocab)
+            mask.get_mask(mask.start())
+        except glrmask.errors.GlrmaskError as e:
+            print(f"# {split} #{n}: glrmask refused ({type(e).__name__})", file=sys.stderr)
+            continue
+        ttfm.append(time.perf_counter() - t0)
+        switched: list[float] = []
 
-                def phase(mask=mask, switched=switched, t0=t0):
-                    static = mask.active_mode == "static"
-                    if static and not switched:
-                        switched.append(time.perf_counter() - t0)
-                    return static
+        def phase(mask=mask, switched=switched, t0=t0):
+            static = mask.active_mode == "static"
+            if static and not switched:
+                switched.append(time.perf_counter() - t0)
+            return static
 
-                def new_request(mask=mask):
-                    st = mask.start()
-                    out = np.zeros((1, mask.n_words), np.int32)
-                    return (lambda: mask.fill_mask(st, out, 0)), st.commit, out[0].view(np.uint32)
+        def new_request(mask=mask):
+            st = mask.start()
+            out = np.zeros((1, mask.n_words), np.int32)
+            return (lambda: mask.fill_mask(st, out, 0)), st.commit, out[0].view(np.uint32)
 
-                g_tok += replay(docs, new_request, step, phase, args.keep_gc)
-                if switched:
-                    to_static.append(switched[0])
-                else:
-                    never += 1
-                mask.cancel_static()
-                del mask
-                n_schemas += 1
-                if ll is not None:
-                    try:
-                        comp = ll.compile("json_schema", rec["schema"])
-                    except Exception as e:
-                        print(f"# {split} #{n}: llguidance refused ({type(e).__name__})", file=sys.stderr)
-                        continue
-                    l_ttfm.append(comp.ttfm_ns / 1e9)
+        g_tok += replay(docs, new_request, step, phase, args.keep_gc)
+        if switched:
+            to_static.append(switched[0])
+        else:
+            never += 1
+        mask.cancel_static()
+        del mask
+        n_schemas += 1
+        if ll is not None:
+            try:
+                comp = ll.compile("json_schema", rec["schema"])
+            except Exception as e:
+                print(f"# {split} #{n}: llguidance refused ({type(e).__name__})", file=sys.stderr)
+                continue
+            l_ttfm.append(comp.ttfm_ns / 1e9)
 
-                    def ll_request(comp=comp):
-                        r = ll.request(comp.handle)
-                        return r.fill, r.commit, r.words
+            def ll_request(comp=comp):
+                r = ll.request(comp.handle)
+                return r.fill, r.commit, r.words
 
-                    l_tok += [t for t, _ in replay(docs, ll_request, step, keep_gc=args.keep_gc)]
-                print(f"# {split} #{n} done", file=sys.stderr, flush=True)
+            l_tok += [t for t, _ in replay(docs, ll_request, step, keep_gc=args.keep_gc)]
+        print(f"# {split} #{n} done", file=sys.stderr, flush=True)
 
     dyn = [t for t, s in g_tok if not s]
     sta = [t for t, s in g_tok if s]

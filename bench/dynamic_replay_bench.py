@@ -24,18 +24,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from auto_decode_bench import documents, pct  # noqa: E402
-from json_schema_bench import DATA, EOS, SPLITS  # noqa: E402
+from auto_decode_bench import document_args, pct, schema_documents  # noqa: E402
+from json_schema_bench import EOS  # noqa: E402
 from peers import TOKENIZER, pin_to_core  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--per-split", type=int, default=2, help="schemas per split")
-    ap.add_argument("--splits", default=",".join(SPLITS))
-    ap.add_argument("--docs", type=int, default=3, help="valid instances per schema")
-    ap.add_argument("--max-tokens", type=int, default=300, help="tokens per schema (all its documents)")
-    ap.add_argument("--core", type=int, default=None, help="core to pin to (default: the last allowed one)")
+    document_args(ap)
     ap.add_argument("--worst", type=int, default=10, help="worst tokens to list")
     args = ap.parse_args()
 
@@ -57,40 +53,32 @@ def main() -> None:
 
     dynamic.LexerExplorer.explore = timed_explore
     rows, n_schemas, transfers = [], 0, [0, 0]
-    for split in [s for s in args.splits.split(",") if s]:
-        with gzip.open(DATA / f"{split}.jsonl.gz", "rt", encoding="utf-8") as fh:
-            for n, line in enumerate(fh):
-                if n >= args.per_split:
-                    break
-                rec = json.loads(line)
-                docs = documents(rec, vocab.tokenizer, args.docs, args.max_tokens)
-                if not docs:
-                    continue
-                try:
-                    mask = glrmask.compile_json_schema(rec["schema"], vocab, mode="dynamic")
-                except glrmask.errors.GlrmaskError as e:
-                    print(f"# {split} #{n}: glrmask refused ({type(e).__name__})", file=sys.stderr)
-                    continue
-                n_schemas += 1
-                out = np.zeros((1, mask.n_words), np.int32)
-                for ids in docs:
-                    state = mask.start()
-                    gc.disable()
-                    try:
-                        for pos, tok in enumerate(ids):
-                            spent.update(ns=0, calls=0)
-                            t0 = time.perf_counter_ns()
-                            mask.fill_mask(state, out, 0)
-                            ok = state.commit(tok)
-                            rows.append((time.perf_counter_ns() - t0, spent["ns"], spent["calls"], split, n, pos))
-                            if not ok:
-                                print(f"# {split} #{n}: token {pos} rejected", file=sys.stderr)
-                                break
-                    finally:
-                        gc.enable()
-                stats = getattr(mask, "dynamic_stats", None) or {}  # (a build before it had none)
-                transfers[0] += stats.get("memo_transfers", (0, 0))[0]
-                transfers[1] += stats.get("memo_transfers", (0, 0))[1]
+    for split, n, rec, docs in schema_documents(args, vocab.tokenizer):
+        try:
+            mask = glrmask.compile_json_schema(rec["schema"], vocab, mode="dynamic")
+        except glrmask.errors.GlrmaskError as e:
+            print(f"# {split} #{n}: glrmask refused ({type(e).__name__})", file=sys.stderr)
+            continue
+        n_schemas += 1
+        out = np.zeros((1, mask.n_words), np.int32)
+        for ids in docs:
+            state = mask.start()
+            gc.disable()
+            try:
+                for pos, tok in enumerate(ids):
+                    spent.update(ns=0, calls=0)
+                    t0 = time.perf_counter_ns()
+                    mask.fill_mask(state, out, 0)
+                    ok = state.commit(tok)
+                    rows.append((time.perf_counter_ns() - t0, spent["ns"], spent["calls"], split, n, pos))
+                    if not ok:
+                        print(f"# {split} #{n}: token {pos} rejected", file=sys.stderr)
+                        break
+            finally:
+                gc.enable()
+        stats = getattr(mask, "dynamic_stats", None) or {}  # (a build before it had none)
+        transfers[0] += stats.get("memo_transfers", (0, 0))[0]
+        transfers[1] += stats.get("memo_transfers", (0, 0))[1]
     tbm = [r[0] for r in rows]
     total, explored = sum(tbm), sum(r[1] for r in rows)
     print(f"dynamic masks replayed back to back: {n_schemas} schemas, {len(rows)} tokens, core {core}\n")
