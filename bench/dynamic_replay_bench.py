@@ -52,7 +52,7 @@ def main() -> None:
             spent["calls"] += 1
 
     dynamic.LexerExplorer.explore = timed_explore
-    rows, n_schemas, transfers = [], 0, [0, 0]
+    rows, n_schemas, transfers = [], 0, [0, 0, 0]
     for split, n, rec, docs in schema_documents(args, vocab.tokenizer):
         try:
             mask = glrmask.compile_json_schema(rec["schema"], vocab, mode="dynamic")
@@ -77,15 +77,16 @@ def main() -> None:
             finally:
                 gc.enable()
         stats = getattr(mask, "dynamic_stats", None) or {}  # (a build before it had none)
-        transfers[0] += stats.get("memo_transfers", (0, 0))[0]
-        transfers[1] += stats.get("memo_transfers", (0, 0))[1]
+        for k, v in enumerate(stats.get("memo_transfers", ())):
+            transfers[k] += v
     tbm = [r[0] for r in rows]
     total, explored = sum(tbm), sum(r[1] for r in rows)
     print(f"dynamic masks replayed back to back: {n_schemas} schemas, {len(rows)} tokens, core {core}\n")
     print("| tokens | TBM p50 / p90 / p99 / p99.9 / max (µs) | total (ms) | exploring (ms) | explore calls |")
     print("|---:|---:|---:|---:|---:|")
     print(f"| {len(rows)} | {pct(tbm)} | {total / 1e6:.1f} | {explored / 1e6:.1f} | {sum(r[2] for r in rows)} |")
-    print(f"\nlexeme memos transferred: {transfers[1]} (tried and not shown: {transfers[0]})")
+    print(f"\nlexeme memos transferred: {transfers[1]}, {transfers[2]} of them for the short tokens only "
+          f"(tried and not shown: {transfers[0]})")
     print(f"\nworst {args.worst} tokens: TBM µs (exploring µs, calls) — schema, position")
     for r in sorted(rows, key=lambda r: -r[0])[:args.worst]:
         print(f"  {r[0] / 1e3:9.1f} ({r[1] / 1e3:.1f}, {r[2]}) — {r[3]} #{r[4]}, token {r[5]}")

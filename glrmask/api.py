@@ -302,8 +302,10 @@ class Mask:
     def dynamic_stats(self) -> Optional[dict]:
         """What the dynamic engine has done so far (None when requests are static): lexer entries
         explored, memory held by lexeme memos, and memos transferred from another lexer state's
-        (``memo_transfers``: ``(tried and not shown, done)`` — a bounded string's counts that no
-        token tells apart share one memo instead of each walking the trie)."""
+        (``memo_transfers``: ``(tried and not shown, done, done for the short tokens only)`` — a
+        bounded string's counts that no token tells apart share one memo instead of each walking
+        the trie; near the bound, where only long tokens tell them apart, they share it for the
+        tokens of at most 16 bytes)."""
         explorer = getattr(self._engine, "explorer", None)
         if explorer is None:
             return None

@@ -33,8 +33,9 @@ explores it and the step runs again) and a mask walks the vocabulary trie over t
 each trie level keeps its snapshot, dead subtrees are skipped, inside a lexeme only the lexer
 moves, and memos keep repeated work away (per lexer state, the tokens that stay inside the lexeme,
 shared by every request — and shared with a later lexer state that no token tells apart from it,
-like the counts of a long bounded string (``_memo_transfer``); per mask, GLR feeds; per request,
-its last masks).
+like the counts of a long bounded string, or that only tokens of more than 16 bytes tell apart
+(near its bound; those few then get a memo of their own: ``_memo_transfer``); per mask, GLR feeds;
+per request, its last masks).
 """
 import numpy as np
 cimport numpy as cnp
@@ -126,6 +127,10 @@ DEF RC_W = 64          # lexer states one trie level of a recorded lexeme walk m
 DEF TX_SOURCES = 8     # transfer sources tried for a new memo (the memos built last)
 DEF TX_MAX_PAIRS = 64  # state pairs one trie level of a transfer may hold
 DEF TX_TRIES = 2       # sources with the lane's terminals tried for one new memo
+DEF MEMO_SPLIT = 16    # a memo transferred for its short tokens only: at most 16 bytes (Llama-3.1:
+                       # 126,944 tokens; the other 1,312 get a memo of their own, see _memo_transfer)
+DEF P_ALL = 0          # memo parts: every token ...
+DEF P_LONG = 1         # ... or only those longer than tr_split bytes (walked over their few trie paths)
 
 DEFAULT_MAX_STACKS = 100_000
 """Stack tops (over all lanes) one step may produce: an ambiguous grammar whose parses multiply
@@ -220,6 +225,9 @@ ctypedef struct LexMemo:
     int32_t q
     int32_t cond           # a lane with this pending condition: every child of the trie root is a
                            # frontier node, no in-lexeme tokens
+    int32_t part           # the tokens it is for: P_ALL or P_LONG
+    int32_t short_only     # an alias that holds for the short tokens only (the lane's P_LONG memo
+                           # answers the others; see _memo_transfer)
     uint64_t* rbits        # 2 * fut_words words: ``rbits``, then the terminals a lexeme may hold
                            # when one starts after an ignored terminal ends at the root (the
                            # terminals with an action in the stacks' top states; see _root_allow)
@@ -326,8 +334,9 @@ ctypedef struct CLazy:
     LexMemo** memo_val     # written under memo_flag, a key published after its value
     LexMemo* tx_src[TX_SOURCES]  # the memos built last whose walks were kept: transfer sources
     int32_t tx_next        # (a ring, written under memo_flag)
-    int64_t n_tx_tries     # transfers tried and not shown (one per source tried), and those done
-    int64_t n_tx_hits
+    int64_t n_tx_tries     # transfers tried and not shown (one per source tried), those done, and
+    int64_t n_tx_hits      # of those, the ones for the short tokens only
+    int64_t n_tx_short
 
 
 ctypedef struct CTables:
@@ -413,6 +422,9 @@ ctypedef struct CTables:
     int32_t tr_max_depth
     int32_t tr_depth_shift       # where a node's depth starts in tr_pack[3 * i + 2] (16, or 8: below)
     int32_t tr_below_all         # 255 when tr_pack holds no coarse classes (every class assumed below)
+    int32_t tr_split             # short tokens: at most this many bytes (0: the trie is no deeper)
+    const int32_t* tr_maxd       # per node, the depth of the deepest node of its subtree
+    const uint32_t* tr_short     # the short tokens, as a mask row (original ids)
     const int32_t* tr_depth
     const uint8_t* tr_byte
     const int32_t* tr_internal
@@ -538,6 +550,49 @@ def _single_ids(trie: dict, ptr, ids) -> np.ndarray:
     return hit
 
 
+def _subtree_depths(trie: dict, const int32_t[::1] depth, const int32_t[::1] end):
+    """Per trie node, the depth of the deepest node below it (itself included): where a memo part
+    of long tokens has nothing to find (cached in the trie's arrays, like the other derived ones)."""
+    hit = trie.get("_subtree_depths")
+    if hit is not None:
+        return hit
+    cdef Py_ssize_t n = depth.shape[0], i, j
+    out = np.empty(n, dtype=np.int32)
+    cdef int32_t[::1] o = out
+    cdef int32_t best
+    for i in range(n - 1, -1, -1):  # children come after their parent: each is done first
+        if end[i] <= i or end[i] > n:
+            raise ValueError("runtime: inconsistent trie subtree ends")
+        best = depth[i]
+        j = i + 1
+        while j < end[i]:
+            if o[j] > best:
+                best = o[j]
+            j = end[j]
+        o[i] = best
+    trie["_subtree_depths"] = out
+    return out
+
+
+def _short_row(trie: dict, dict g, int n_words):
+    """The tokens of at most MEMO_SPLIT bytes as a mask row of ``n_words`` words (original ids;
+    cached in the trie's arrays per width)."""
+    rows = trie.setdefault("_short_rows", {})
+    hit = rows.get(n_words)
+    if hit is not None:
+        return hit
+    depth, internal = g["tr_node_depth"], g["tr_node_internal"]
+    ptr, ids = g["tr_i2o_ptr"], g["tr_i2o_ids"]
+    short = np.zeros(ptr.shape[0] - 1, dtype=bool)
+    at = (internal >= 0) & (depth <= MEMO_SPLIT)
+    short[internal[at]] = True
+    bits = np.zeros(n_words * 32, dtype=bool)
+    bits[ids[np.repeat(short, np.diff(ptr))]] = True
+    hit = np.packbits(bits, bitorder="little").view(np.uint32).copy()
+    rows[n_words] = hit
+    return hit
+
+
 def _trie_max_depth(trie: dict, depth) -> int:
     hit = trie.get("_max_depth")
     if hit is None:
@@ -618,10 +673,11 @@ cdef class LazyLexer:
         return self.z.memo_bytes
 
     @property
-    def memo_transfers(self) -> tuple[int, int]:
-        """``(failed, done)``: transfers of a memo from another lexer state's that were tried
-        and not shown (one per source tried), and those done (each a trie walk saved)."""
-        return self.z.n_tx_tries, self.z.n_tx_hits
+    def memo_transfers(self) -> tuple[int, int, int]:
+        """``(failed, done, short)``: transfers of a memo from another lexer state's that were
+        tried and not shown (one per source tried), those done (each a trie walk saved, or all but
+        the walk of the long tokens' few paths), and of those the ones for the short tokens only."""
+        return self.z.n_tx_tries, self.z.n_tx_hits, self.z.n_tx_short
 
     @property
     def memo_budget(self) -> int:
@@ -1130,6 +1186,11 @@ cdef class Tables:
         # every class below each node (its loop test loads the exact byte sets, as before them)
         t.tr_depth_shift = 16 if t.tr_max_depth < (1 << 15) else 8
         t.tr_below_all = 0 if t.tr_depth_shift == 16 else 255
+        self._keep["tr_maxd"] = _subtree_depths(trie, g["tr_node_depth"], g["tr_node_subtree_end"])
+        t.tr_maxd = _i32(self._keep["tr_maxd"])
+        t.tr_split = MEMO_SPLIT if t.tr_max_depth > MEMO_SPLIT else 0
+        self._keep["tr_short"] = _short_row(trie, g, t.n_words)
+        t.tr_short = <const uint32_t*>cnp.PyArray_DATA(self._keep["tr_short"])
         self._keep["tr_pack"] = _trie_packed(trie, g["tr_node_depth"], g["tr_node_byte"], g["tr_node_internal"],
                                              g["tr_node_subtree_end"])
         t.tr_pack = <const int32_t*>cnp.PyArray_DATA(self._keep["tr_pack"])
@@ -2681,6 +2742,9 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
     while i < hi:
         node = P + 3 * i
         d = node[2] >> t.tr_depth_shift
+        if m.part == P_LONG and t.tr_maxd[i] <= t.tr_split:
+            i = node[0]  # no long token below
+            continue
         qp = LQ.d[d - 1]
         b = node[2] & 255
         if m.rc != NULL:
@@ -2729,8 +2793,8 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
         LQ.d[d] = q2
         tok = node[1]
         bp[bn] = tok
-        bn += tok >= 0
-        if q2 == qp and t.tr_subbytes != NULL and node[0] > i + 1:
+        bn += tok >= 0 and (m.part != P_LONG or d > t.tr_split)
+        if q2 == qp and t.tr_subbytes != NULL and node[0] > i + 1 and m.part == P_ALL:
             # in a loop (a string's body): when every byte below loops too, every token below
             # ends in q2, which survives — take them all, in trie order, without stepping
             lw = _loop_words(t, f, q2)
@@ -2807,10 +2871,11 @@ cdef int _memo_build(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
         if not m.started:
             m.started = 1
             LQ.d[0] = m.q
-            m.rc = <uint64_t*>malloc(5 * RC_W * (t.tr_max_depth + 2) * sizeof(uint64_t))
-            m.rc_n = <int32_t*>calloc(2 * (t.tr_max_depth + 2), sizeof(int32_t))
-            if m.rc == NULL or m.rc_n == NULL:
-                _rc_drop(m)
+            if m.part != P_LONG:  # (the long tokens' part is not transferred: no record)
+                m.rc = <uint64_t*>malloc(5 * RC_W * (t.tr_max_depth + 2) * sizeof(uint64_t))
+                m.rc_n = <int32_t*>calloc(2 * (t.tr_max_depth + 2), sizeof(int32_t))
+                if m.rc == NULL or m.rc_n == NULL:
+                    _rc_drop(m)
             if _memo_walk(t, f, m, 1, t.tr_n):
                 return R_NOMEM
         else:
@@ -2828,7 +2893,7 @@ cdef int _memo_build(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
         # the walk kept internal ids: their original ids, once — as a dense row when they are
         # many (the only form a mask reads then), else as a list
         n = 0
-        if m.b_pairs.n >= MEMO_DENSE_MIN:
+        if m.b_pairs.n >= (MEMO_DENSE_MIN if m.part == P_ALL else t.n_words):  # (a long part: a list)
             m.u_row = <uint32_t*>calloc(t.n_words, sizeof(uint32_t))
             if m.u_row == NULL:
                 return R_NOMEM
@@ -2954,6 +3019,9 @@ cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
         hi = t.tr_end[i0]
         while i < hi:
             d = t.tr_depth[i]
+            if m.part == P_LONG and t.tr_maxd[i] <= t.tr_split:
+                i = t.tr_end[i]  # no long token below
+                continue
             W.n = L.d[d]
             r = _walk_step(t, f, L.d[d - 1], t.tr_byte[i], &cb.S)
             if r < 0:
@@ -2963,7 +3031,7 @@ cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
                 i = t.tr_end[i]
                 continue
             tok = t.tr_internal[i]
-            if tok >= 0:
+            if tok >= 0 and (m.part != P_LONG or d > t.tr_split):
                 # the class of this snapshot (hash table over the snapshots seen); fast steps
                 # leave lanes as they were (not merged): canonical form first
                 f.s_next.n = 0
@@ -3156,21 +3224,29 @@ cdef Py_ssize_t _seq_res(const CTables* t, CFamily* f, LexMemo* m, int32_t s) no
 
 
 cdef inline void _or_tokens(const CTables* t, uint32_t* out, const int32_t* ids, Py_ssize_t lo, Py_ssize_t hi,
-                            const uint32_t* row) noexcept nogil:
-    """Allow the ids ``ids[lo:hi]``, or OR the dense ``row`` when there is one."""
+                            const uint32_t* row, const uint32_t* keep) noexcept nogil:
+    """Allow the ids ``ids[lo:hi]``, or OR the dense ``row`` when there is one — only those in
+    ``keep`` when it is given (a mask row)."""
     cdef Py_ssize_t k
     cdef int32_t oid
-    if row != NULL:
+    if row != NULL and keep != NULL:
+        for k in range(t.n_words):
+            out[k] |= row[k] & keep[k]
+    elif row != NULL:
         for k in range(t.n_words):
             out[k] |= row[k]
+    elif keep != NULL:
+        for k in range(lo, hi):
+            oid = ids[k]
+            out[oid >> 5] |= keep[oid >> 5] & ((<uint32_t>1) << (oid & 31))
     else:
         for k in range(lo, hi):
             oid = ids[k]
             out[oid >> 5] |= (<uint32_t>1) << (oid & 31)
 
 
-cdef inline uint64_t _memo_hash(int32_t q, int32_t c, const uint64_t* rbits, int32_t fw) noexcept nogil:
-    cdef uint64_t h = _mix((<uint64_t>(<uint32_t>q) << 32) ^ <uint64_t>(<uint32_t>(c + 1)))
+cdef inline uint64_t _memo_hash(int32_t q, int32_t c, int32_t part, const uint64_t* rbits, int32_t fw) noexcept nogil:
+    cdef uint64_t h = _mix((<uint64_t>(<uint32_t>q) << 32) ^ <uint64_t>(<uint32_t>(c + 1)) ^ (<uint64_t>part << 60))
     cdef int32_t w
     for w in range(fw):
         h = _mix(h ^ rbits[w])
@@ -3188,10 +3264,19 @@ cdef inline int _events_same(const CLazy* z, int32_t r1, int32_t r2) noexcept no
     return e1[0] == e2[0] and memcmp(e1, e2, (1 + 2 * e1[0]) * sizeof(int32_t)) == 0
 
 
+cdef inline int _tx_differs(const CTables* t, int32_t lvl, int32_t miss_lvl) noexcept nogil:
+    """What :func:`_memo_transfer` returns when states differ at trie level ``lvl``: 0 within the
+    levels a short token reaches; deeper, 2 when those were compared in full, else -1 (explore
+    what was missing there and compare again)."""
+    if not t.tr_split or lvl < t.tr_split:
+        return 0
+    return 2 if miss_lvl >= t.tr_split else -1
+
+
 cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_t q) noexcept nogil:
     """Whether the memo of a lane in lexer state ``q`` (same condition and ``rbits``) is exactly
-    ``src``'s: 1 yes, 0 not shown, -1 entries not explored yet (recorded in ``s_miss``), -2 out
-    of memory.
+    ``src``'s: 1 yes, 2 for the tokens of at most ``tr_split`` bytes (the first difference is
+    deeper), 0 not shown, -1 entries not explored yet (recorded in ``s_miss``), -2 out of memory.
 
     Why. Inside a string with ``maxLength: 1024`` every token reaches a new lexer state (the
     count), so without this every mask there would walk the whole trie again, though no token
@@ -3204,7 +3289,9 @@ cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_
     states is equal below, and every trie node the walk of ``q`` would visit is reached by a
     compared pair, so the tokens that stay inside, the frontier nodes and their classes — the
     whole memo — are the same. (States read only by a subtree taken whole are not recorded:
-    such walks are no source, see _rc_drop.)"""
+    such walks are no source, see _rc_drop.) When the first difference is deeper than any short
+    token reaches — the counts of a string some 20 to 128 bytes before its bound, told apart by
+    Llama-3.1's long runs of spaces or dashes alone — the memo still holds for the short tokens."""
     cdef const CLazy* z = t.lz
     cdef IVec* A = &f.tx_a
     cdef IVec* B = &f.tx_b
@@ -3218,6 +3305,7 @@ cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_
     cdef const int32_t* x2
     cdef uint64_t word
     cdef int missing = 0, w, sv1, sv2
+    cdef int32_t miss_lvl = 1 << 30  # the first level where an entry was missing
     A.n = 0
     if iv_push(A, src.q) or iv_push(A, q):
         return -2
@@ -3261,22 +3349,28 @@ cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_
                     if v2 == UNKNOWN:
                         _miss(f, M_STEP, s2, b)
                         missing = 1
+                        miss_lvl = min(miss_lvl, lvl)
                         continue
+                    if x2 == NULL:
+                        x2 = <const int32_t*>_lz_get(z.evref, s2)
+                        if x2 == NULL:
+                            return 0
                     if x1[b] >= 0 or x2[b] >= 0:  # an event: a frontier node in both, or no transfer
                         if x1[b] < 0 or x2[b] < 0 or v1 != v2 or not _events_same(z, x1[b], x2[b]):
-                            return 0
+                            return _tx_differs(t, lvl, miss_lvl)
                         continue
                     if v1 == v2:
                         continue  # dead in both, or one state from here on
                     if v1 == DEAD or v2 == DEAD:
-                        return 0
+                        return _tx_differs(t, lvl, miss_lvl)
                     sv1 = _survives_r(t, f, v1, src.rbits)
                     sv2 = _survives_r(t, f, v2, src.rbits)
                     if sv1 < 0 or sv2 < 0:
                         missing = 1
+                        miss_lvl = min(miss_lvl, lvl)
                         continue
                     if sv1 != sv2:
-                        return 0
+                        return _tx_differs(t, lvl, miss_lvl)
                     if sv1 == 0:
                         continue
                     for j in range(0, B.n, 2):
@@ -3284,7 +3378,7 @@ cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_
                             break
                     else:
                         if B.n >= 2 * TX_MAX_PAIRS:
-                            return 0
+                            return _tx_differs(t, lvl + 1, miss_lvl)
                         if iv_push(B, v1) or iv_push(B, v2):
                             return -2
         T = A
@@ -3293,8 +3387,8 @@ cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_
     return -1 if missing else 1
 
 
-cdef LexMemo* _transferred(const CTables* t, CFamily* f, int32_t q, const uint64_t* rbits, uint64_t h,
-                           int* code) noexcept nogil:
+cdef LexMemo* _transferred(const CTables* t, CFamily* f, int32_t q, const uint64_t* rbits,
+                           uint64_t h, int* code) noexcept nogil:
     """A memo for the lane (``q``, no condition, ``rbits``) shared with one of the sources
     (:func:`_memo_transfer`), or NULL with ``code`` R_OK (none applies: build it), R_MISSING
     or R_NOMEM. Called with the builder lock."""
@@ -3332,20 +3426,22 @@ cdef LexMemo* _transferred(const CTables* t, CFamily* f, int32_t q, const uint64
         m.q = q
         m.key = h
         m.alias_of = src
+        m.short_only = r == 2
+        z.n_tx_short += r == 2
         z.memo_bytes += sizeof(LexMemo) + fw * sizeof(uint64_t)
         z.n_tx_hits += 1
         return m
     return NULL
 
 
-cdef LexMemo* _get_memo(const CTables* t, CFamily* f, int32_t q, int32_t c, const uint64_t* rbits,
-                        int* code) noexcept nogil:  # rbits: 2 * fut_words words
+cdef LexMemo* _get_memo(const CTables* t, CFamily* f, int32_t q, int32_t c, int32_t part,
+                        const uint64_t* rbits, int* code) noexcept nogil:  # rbits: 2 * fut_words words
     """The memo of the lane (lexer state ``q``, pending condition ``c`` or -1, terminals
     ``rbits``), built on first use; or NULL with ``code``: R_FALLBACK (not available now: budget
     spent, table full, another thread building), R_MISSING or R_NOMEM."""
     cdef CLazy* z = t.lz
     cdef int32_t fw = 2 * t.fut_words
-    cdef uint64_t h = _memo_hash(q, c, rbits, fw)
+    cdef uint64_t h = _memo_hash(q, c, part, rbits, fw)
     cdef Py_ssize_t j = <Py_ssize_t>(h & (MEMO_SLOTS - 1)), probe, i, n
     cdef int64_t k
     cdef LexMemo* m
@@ -3356,7 +3452,7 @@ cdef LexMemo* _get_memo(const CTables* t, CFamily* f, int32_t q, int32_t c, cons
             break
         if k == <int64_t>h:
             m = <LexMemo*>glr_load_ptr(<void* const*>&z.memo_val[j])
-            if m.q == q and m.cond == c and memcmp(m.rbits, rbits, fw * sizeof(uint64_t)) == 0:
+            if m.q == q and m.cond == c and m.part == part and memcmp(m.rbits, rbits, fw * sizeof(uint64_t)) == 0:
                 if glr_load_i32(&m.ready):
                     return m
                 break
@@ -3371,14 +3467,14 @@ cdef LexMemo* _get_memo(const CTables* t, CFamily* f, int32_t q, int32_t c, cons
             break
         if z.memo_key[j] == <int64_t>h:
             m = z.memo_val[j]
-            if m.q == q and m.cond == c and memcmp(m.rbits, rbits, fw * sizeof(uint64_t)) == 0:
+            if m.q == q and m.cond == c and m.part == part and memcmp(m.rbits, rbits, fw * sizeof(uint64_t)) == 0:
                 break
             m = NULL
         j = (j + 1) & (MEMO_SLOTS - 1)
     else:
         glr_unlock(&z.memo_flag)
         return NULL  # the table is full: these lanes walk the trie
-    if m == NULL and c < 0:
+    if m == NULL and c < 0 and part == P_ALL:
         m = _transferred(t, f, q, rbits, h, code)
         if m != NULL:
             glr_store_ptr(<void**>&z.memo_val[j], m)
@@ -3397,6 +3493,7 @@ cdef LexMemo* _get_memo(const CTables* t, CFamily* f, int32_t q, int32_t c, cons
             return NULL
         m.q = q
         m.cond = c
+        m.part = part
         m.key = h
         m.rbits = <uint64_t*>malloc(fw * sizeof(uint64_t))
         if m.rbits != NULL:
@@ -3502,14 +3599,16 @@ cdef int _lane_memo_fill(const CTables* t, CFamily* f, LexMemo* m, const int32_t
                          uint32_t* out) noexcept nogil:
     """OR into ``out`` the tokens one lane over the stacks ``front`` allows, from its memo: the
     tokens that stay inside the lexeme (they survive: the memo is for these stacks' terminals),
-    and the classes whose lanes (after feeding their seqs to the stacks) live."""
+    and the classes whose lanes (after feeding their seqs to the stacks) live. Of a memo that
+    holds for the short tokens only, only those."""
     cdef int32_t cls, nl, li, nc, ns, k
     cdef const int32_t* p
     cdef int valid
     cdef Py_ssize_t off
     cdef IVec* CP = &f.m_cpool
+    cdef const uint32_t* keep = t.tr_short if m.short_only else NULL
     if m.n_u:
-        _or_tokens(t, out, m.u_ids, 0, m.n_u, m.u_row)
+        _or_tokens(t, out, m.u_ids, 0, m.n_u, m.u_row, keep)
     if m.n_cls == 0:
         return R_OK
     if iv_reserve(&f.m_cache, m.n_seq) or iv_reserve(CP, 1 + nn):
@@ -3547,7 +3646,7 @@ cdef int _lane_memo_fill(const CTables* t, CFamily* f, LexMemo* m, const int32_t
             p += 3 + nc + ns
         if valid:
             _or_tokens(t, out, m.c_ids, m.c_tptr[cls], m.c_tptr[cls + 1],
-                       m.c_rows + m.c_row[cls] * t.n_words if m.c_row[cls] >= 0 else NULL)
+                       m.c_rows + m.c_row[cls] * t.n_words if m.c_row[cls] >= 0 else NULL, keep)
     return R_OK
 
 
@@ -3560,7 +3659,7 @@ cdef int _memo_fill(const CTables* t, CFamily* f, const int32_t* snap, uint32_t*
     now (more than one pending condition, budget spent, another thread building it, too big)."""
     cdef int32_t n = snap[0], i, nc, nn, q
     cdef const int32_t* p = snap + 1
-    cdef LexMemo* ms[MEMO_MAX_LANES]
+    cdef LexMemo* ms[2 * MEMO_MAX_LANES]  # per lane: its memo (or its short tokens'), its long tokens'
     cdef int code = R_OK, r
     cdef uint64_t* rbits = f.r_bits
     if n > MEMO_MAX_LANES:
@@ -3580,17 +3679,26 @@ cdef int _memo_fill(const CTables* t, CFamily* f, const int32_t* snap, uint32_t*
             _root_allow(t, f, rbits, p + 3, nn)
         else:
             memset(rbits, 0, 2 * t.fut_words * sizeof(uint64_t))
-        ms[i] = _get_memo(t, f, q, p[2] if nc else -1, rbits, &code)
-        if ms[i] == NULL:
+        ms[2 * i] = _get_memo(t, f, q, p[2] if nc else -1, P_ALL, rbits, &code)
+        ms[2 * i + 1] = NULL
+        if ms[2 * i] == NULL:
             return code
-        if ms[i].unusable:
+        if ms[2 * i].unusable:
             return R_FALLBACK
+        if ms[2 * i].short_only:  # the long tokens from a memo of their own
+            ms[2 * i + 1] = _get_memo(t, f, q, -1, P_LONG, rbits, &code)
+            if ms[2 * i + 1] == NULL:
+                return code
+            if ms[2 * i + 1].unusable:
+                return R_FALLBACK
         p = p + 3 + nc + nn
     p = snap + 1
     for i in range(n):
         nc = p[1]
         nn = p[2 + nc]
-        r = _lane_memo_fill(t, f, ms[i], p + 3 + nc, nn, out)
+        r = _lane_memo_fill(t, f, ms[2 * i], p + 3 + nc, nn, out)
+        if r == R_OK and ms[2 * i + 1] != NULL:
+            r = _lane_memo_fill(t, f, ms[2 * i + 1], p + 3 + nc, nn, out)
         if r != R_OK:
             return r
         p = p + 3 + nc + nn

@@ -286,11 +286,11 @@ BOUNDED_PIECES = ["a", "b", "ab", "abc", "abcd", "ab" * 4, "a" * 12, " ", "  ", 
                   'a\\"', "\\", "é", "中", "é\"", 'abc"}']
 
 
-def _walk_bounded(bound: int, seed: int):
-    mask = glrmask.compile(BOUNDED % bound, tiny_vocab(BOUNDED_PIECES), format="lark", mode="dynamic")
+def _walk_bounded(bound: int, seed: int, pieces=tuple(BOUNDED_PIECES)):
+    mask = glrmask.compile(BOUNDED % bound, tiny_vocab(list(pieces)), format="lark", mode="dynamic")
     rng = random.Random(seed)
-    ids = {p: i for i, p in enumerate(BOUNDED_PIECES)}
-    body = [p for p in BOUNDED_PIECES if '"' not in p or p == 'a\\"']
+    ids = {p: i for i, p in enumerate(pieces)}
+    body = [p for p in pieces if '"' not in p or p == 'a\\"']
     state, data = mask.start(), b""
     assert state.commit(ids['"'])
     data += b'"'
@@ -313,6 +313,19 @@ def test_a_bounded_string_masks_exactly_at_every_count_up_to_its_bound(bound, se
     gets a memo of its own. Every mask, on the way to the bound and past it, is the reference's."""
     mask = _walk_bounded(bound, seed)
     assert mask.dynamic_stats["memo_transfers"][1] > 0
+
+
+LONG_PIECES = tuple(BOUNDED_PIECES) + ("a" * 40, "ab" * 12, " " * 33, "é" * 9, 'abcdefghijklmnopq"')
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_near_its_bound_a_string_shares_memos_for_the_short_tokens_only(seed):
+    """With tokens of 18 to 40 bytes, counts 17 to 40 bytes before the bound are told apart by
+    those alone: they share a memo for the tokens of at most 16 bytes, and the long ones get
+    masks of their own. Every mask is still the reference's."""
+    mask = _walk_bounded(70, seed, LONG_PIECES)
+    failed, done, short = mask.dynamic_stats["memo_transfers"]
+    assert done > short > 0
 
 
 def test_memos_are_not_transferred_between_counts_a_token_tells_apart():
