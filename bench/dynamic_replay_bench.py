@@ -5,8 +5,8 @@ where most tokens turn static after a fraction of a second; its dynamic tail is 
 masks per schema. This replays the same documents (same schemas, valid instances in schema key
 order, compact ``json.dumps``, Llama-3.1 tokens) with no static compile at all, so every token is a
 dynamic mask, and says where the time goes: the share spent in the lazy lexer's exploration (the
-Python side of a cold mask), the explore round trips, and the worst tokens with their schema and
-position. TBM = the mask + the commit, ``perf_counter_ns``, one pinned core, the garbage collector
+Python side of a cold mask), the explore round trips, the lexeme memos' trie walks (the native
+side: nodes visited), and the worst tokens with their schema and position. TBM = the mask + the commit, ``perf_counter_ns``, one pinned core, the garbage collector
 off within a document.
 
     python bench/dynamic_replay_bench.py --per-split 2 --max-tokens 300
@@ -52,7 +52,7 @@ def main() -> None:
             spent["calls"] += 1
 
     dynamic.LexerExplorer.explore = timed_explore
-    rows, n_schemas, transfers = [], 0, [0, 0, 0]
+    rows, n_schemas, transfers, walks = [], 0, [0, 0, 0], [0, 0]
     for split, n, rec, docs in schema_documents(args, vocab.tokenizer):
         try:
             mask = glrmask.compile_json_schema(rec["schema"], vocab, mode="dynamic")
@@ -61,6 +61,7 @@ def main() -> None:
             continue
         n_schemas += 1
         out = np.zeros((1, mask.n_words), np.int32)
+        walked = mask.dynamic_stats["memo_walks"]
         for ids in docs:
             state = mask.start()
             gc.disable()
@@ -70,15 +71,21 @@ def main() -> None:
                     t0 = time.perf_counter_ns()
                     mask.fill_mask(state, out, 0)
                     ok = state.commit(tok)
-                    rows.append((time.perf_counter_ns() - t0, spent["ns"], spent["calls"], split, n, pos))
+                    dt = time.perf_counter_ns() - t0
+                    now = mask.dynamic_stats["memo_walks"]  # (outside the timing)
+                    rows.append((dt, spent["ns"], spent["calls"], split, n, pos, now[0] - walked[0],
+                                 now[1] - walked[1]))
+                    walked = now
                     if not ok:
                         print(f"# {split} #{n}: token {pos} rejected", file=sys.stderr)
                         break
             finally:
                 gc.enable()
-        stats = getattr(mask, "dynamic_stats", None) or {}  # (a build before it had none)
-        for k, v in enumerate(stats.get("memo_transfers", ())):
+        stats = mask.dynamic_stats
+        for k, v in enumerate(stats["memo_transfers"]):
             transfers[k] += v
+        for k, v in enumerate(stats["memo_walks"]):
+            walks[k] += v
     tbm = [r[0] for r in rows]
     total, explored = sum(tbm), sum(r[1] for r in rows)
     print(f"dynamic masks replayed back to back: {n_schemas} schemas, {len(rows)} tokens, core {core}\n")
@@ -86,10 +93,10 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|")
     print(f"| {len(rows)} | {pct(tbm)} | {total / 1e6:.1f} | {explored / 1e6:.1f} | {sum(r[2] for r in rows)} |")
     print(f"\nlexeme memos transferred: {transfers[1]}, {transfers[2]} of them for the short tokens only "
-          f"(tried and not shown: {transfers[0]})")
-    print(f"\nworst {args.worst} tokens: TBM µs (exploring µs, calls) — schema, position")
+          f"(tried and not shown: {transfers[0]}); memo walks: {walks[0]}, {walks[1]:,} trie nodes visited")
+    print(f"\nworst {args.worst} tokens: TBM µs (exploring µs, calls; memo walks, trie nodes) — schema, position")
     for r in sorted(rows, key=lambda r: -r[0])[:args.worst]:
-        print(f"  {r[0] / 1e3:9.1f} ({r[1] / 1e3:.1f}, {r[2]}) — {r[3]} #{r[4]}, token {r[5]}")
+        print(f"  {r[0] / 1e3:9.1f} ({r[1] / 1e3:.1f}, {r[2]}; {r[6]}, {r[7]:,}) — {r[3]} #{r[4]}, token {r[5]}")
 
 
 if __name__ == "__main__":

@@ -305,13 +305,14 @@ class Mask:
         (``memo_transfers``: ``(tried and not shown, done, done for the short tokens only)`` — a
         bounded string's counts that no token tells apart share one memo instead of each walking
         the trie; near the bound, where only long tokens tell them apart, they share it for the
-        tokens of at most 16 bytes)."""
+        tokens of at most 16 bytes) and the trie walks memos cost (``memo_walks``: ``(walks, trie
+        nodes visited)``)."""
         explorer = getattr(self._engine, "explorer", None)
         if explorer is None:
             return None
         native = explorer.native
         return {"explored_entries": explorer.n_explored, "memo_bytes": native.memo_bytes,
-                "memo_transfers": native.memo_transfers}
+                "memo_transfers": native.memo_transfers, "memo_walks": native.memo_walks}
 
     @property
     def warnings(self) -> list[str]:

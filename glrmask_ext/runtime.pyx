@@ -337,6 +337,8 @@ ctypedef struct CLazy:
     int64_t n_tx_tries     # transfers tried and not shown (one per source tried), those done, and
     int64_t n_tx_hits      # of those, the ones for the short tokens only
     int64_t n_tx_short
+    int64_t n_walks        # lexeme memo walks started (a trie walk each) and the trie nodes they
+    int64_t n_walk_nodes   # visited (walks resumed after exploring count their nodes again)
 
 
 ctypedef struct CTables:
@@ -678,6 +680,12 @@ cdef class LazyLexer:
         tried and not shown (one per source tried), those done (each a trie walk saved, or all but
         the walk of the long tokens' few paths), and of those the ones for the short tokens only."""
         return self.z.n_tx_tries, self.z.n_tx_hits, self.z.n_tx_short
+
+    @property
+    def memo_walks(self) -> tuple[int, int]:
+        """``(walks, nodes)``: lexeme memo walks started (one trie walk each, all tokens or the
+        long ones) and the trie nodes they visited — what a cold dynamic mask pays for."""
+        return self.z.n_walks, self.z.n_walk_nodes
 
     @property
     def memo_budget(self) -> int:
@@ -2739,7 +2747,9 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
         return -1
     cdef int32_t* bp = m.b_pairs.d
     cdef Py_ssize_t bn = m.b_pairs.n
+    cdef int64_t visited = 0
     while i < hi:
+        visited += 1
         node = P + 3 * i
         d = node[2] >> t.tr_depth_shift
         if m.part == P_LONG and t.tr_maxd[i] <= t.tr_split:
@@ -2820,6 +2830,7 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
                 continue
         i += 1
     m.b_pairs.n = bn
+    t.lz.n_walk_nodes += visited
     return 0
 
 
@@ -2876,6 +2887,7 @@ cdef int _memo_build(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
                 m.rc_n = <int32_t*>calloc(2 * (t.tr_max_depth + 2), sizeof(int32_t))
                 if m.rc == NULL or m.rc_n == NULL:
                     _rc_drop(m)
+            t.lz.n_walks += 1
             if _memo_walk(t, f, m, 1, t.tr_n):
                 return R_NOMEM
         else:

@@ -315,6 +315,20 @@ def test_a_bounded_string_masks_exactly_at_every_count_up_to_its_bound(bound, se
     assert mask.dynamic_stats["memo_transfers"][1] > 0
 
 
+def test_dynamic_stats_count_the_trie_walks_of_lexeme_memos():
+    """``memo_walks`` says what cold masks paid for: each memo built walks the trie once (its
+    nodes counted), a mask whose memos exist walks none, and counts that share a transferred
+    memo walk nothing of their own."""
+    mask = _walk_bounded(300, 2)
+    walks, nodes = mask.dynamic_stats["memo_walks"]
+    assert 0 < walks < 300 and nodes >= walks
+    state = mask.start()
+    mask.get_mask(state)  # (the walk above committed its first token unmasked)
+    after = mask.dynamic_stats["memo_walks"]
+    mask.get_mask(mask.start())  # another request in the same lexer state: the memo is there
+    assert mask.dynamic_stats["memo_walks"] == after
+
+
 LONG_PIECES = tuple(BOUNDED_PIECES) + ("a" * 40, "ab" * 12, " " * 33, "é" * 9, 'abcdefghijklmnopq"')
 
 
