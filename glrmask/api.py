@@ -305,14 +305,17 @@ class Mask:
         (``memo_transfers``: ``(tried and not shown, done, done for the short tokens only)`` — a
         bounded string's counts that no token tells apart share one memo instead of each walking
         the trie; near the bound, where only long tokens tell them apart, they share it for the
-        tokens of at most 16 bytes) and the trie walks memos cost (``memo_walks``: ``(walks, trie
-        nodes visited)``)."""
+        tokens of at most 16 bytes), memos relabelled from a lexeme of other terminals whose walk
+        has the same shape (``memo_relabels``: ``(tried and not shown, done, done for the short
+        tokens only)`` — another bounded string's counts, far from both bounds) and the trie walks memos cost (``memo_walks``:
+        ``(walks, trie nodes visited)``)."""
         explorer = getattr(self._engine, "explorer", None)
         if explorer is None:
             return None
         native = explorer.native
         return {"explored_entries": explorer.n_explored, "memo_bytes": native.memo_bytes,
-                "memo_transfers": native.memo_transfers, "memo_walks": native.memo_walks}
+                "memo_transfers": native.memo_transfers, "memo_relabels": native.memo_relabels,
+                "memo_walks": native.memo_walks}
 
     @property
     def warnings(self) -> list[str]:

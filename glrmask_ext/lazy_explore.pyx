@@ -38,16 +38,20 @@ cdef void _alive(object lexer, object nat, int q) except *:
     nat.set_alive_terms(q, alive, with_future)
 
 
-def explore_rows(explorer, const int32_t[:, ::1] rows) -> None:
+def explore_rows(explorer, const int32_t[:, ::1] rows) -> int:
     """Compute and publish the entries ``rows`` (``(kind, a, b)``, distinct) names, in order
-    (the explorer's lock held); ``explorer.n_explored`` counts each one started."""
+    (the explorer's lock held); ``explorer.n_explored`` counts each one started, and the steps
+    explored ahead (returned)."""
     cdef object lexer = explorer.lexer
     cdef object nat = explorer.native
     cdef object step = lexer.step
     cdef object set_step_events = nat.set_step_events
     cdef object has_alive = nat.has_alive
-    cdef Py_ssize_t i, n = rows.shape[0], done = 0
-    cdef int kind, a, b, q2
+    cdef object has_step = nat.has_step
+    cdef list states = lexer._js
+    cdef Py_ssize_t i, n = rows.shape[0], done = 0, k, roomy = lexer.max_states // 2, extra = 0
+    cdef Py_ssize_t ahead = explorer.explore_ahead
+    cdef int kind, a, b, q2, x
     cdef tuple res, ev
     try:
         for i in range(n):
@@ -61,15 +65,34 @@ def explore_rows(explorer, const int32_t[:, ::1] rows) -> None:
                     _cond(lexer, nat, ev[1])
                 set_step_events(a, b, res[0], res[1])  # b's whole byte group
                 q2 = res[0]
-                if q2 >= 0 and not has_alive(q2):
+                if q2 < 0:
+                    continue
+                if not has_alive(q2):
                     # the walk asks next whether a lane in q2 survives: answered now, not in
                     # another round trip (a long lexeme is a chain of new states)
                     _alive(lexer, nat, q2)
+                # the chain ahead on b's group (LexerExplorer.explore_ahead)
+                x = a
+                k = 0
+                while not res[1] and 0 <= q2 != x and k < ahead and len(states) < roomy:
+                    x = q2
+                    if has_step(x, b):
+                        break
+                    res = <tuple?>step(x, b)
+                    for ev in <tuple?>res[1]:
+                        _cond(lexer, nat, ev[1])
+                    set_step_events(x, b, res[0], res[1])
+                    q2 = res[0]
+                    k += 1
+                    extra += 1
+                    if q2 >= 0 and not has_alive(q2):
+                        _alive(lexer, nat, q2)
             elif kind == M_COND_INFO:
                 _cond(lexer, nat, a)
             elif kind == M_ALIVE and a >= 0:
                 _alive(lexer, nat, a)
             else:
-                explorer.explore_one(kind, a, b)
+                extra += explorer.explore_one(kind, a, b)
     finally:
-        explorer.n_explored += done
+        explorer.n_explored += done + extra
+    return extra

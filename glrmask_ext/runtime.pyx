@@ -124,9 +124,10 @@ DEF CM_MAX_KEY = 4096
 DEF MEMO_SLOTS = 65536
 DEF LM_SLOTS = 8
 DEF RC_W = 64          # lexer states one trie level of a recorded lexeme walk may hold
-DEF TX_SOURCES = 8     # transfer sources tried for a new memo (the memos built last)
+DEF TX_SOURCES = 32    # transfer sources tried for a new memo (the memos built last)
 DEF TX_MAX_PAIRS = 64  # state pairs one trie level of a transfer may hold
 DEF TX_TRIES = 2       # sources with the lane's terminals tried for one new memo
+DEF TX_RL_TRIES = 8    # sources of other terminals tried (most differ on the first byte: cheap)
 DEF MEMO_SPLIT = 16    # a memo transferred for its short tokens only: at most 16 bytes (Llama-3.1:
                        # 126,944 tokens; the other 1,312 get a memo of their own, see _memo_transfer)
 DEF P_ALL = 0          # memo parts: every token ...
@@ -269,6 +270,8 @@ ctypedef struct LexMemo:
     int32_t* tx_off        # tx_levels + 1 offsets (in entries) into tx
     int32_t tx_levels
     LexMemo* alias_of      # a transferred memo: the arrays are this memo's (it frees only its key)
+    LexMemo* lex_of        # a memo relabelled from another lane's (_relabelled): the tokens that
+                           # stay inside are that memo's (u_ids, u_row); the rest is its own
 
 
 cdef void _memo_free(LexMemo* m) noexcept nogil:
@@ -276,7 +279,9 @@ cdef void _memo_free(LexMemo* m) noexcept nogil:
         free(m.rbits)
         free(m)
     elif m != NULL:
-        free(m.rbits); free(m.u_ids); free(m.u_row)
+        if m.lex_of == NULL:
+            free(m.u_ids); free(m.u_row)
+        free(m.rbits)
         free(m.rc); free(m.rc_n); free(m.tx); free(m.tx_off)
         free(m.fr_node); free(m.fr_q)
         free(m.c_off); free(m.c_data); free(m.c_tptr); free(m.c_ids); free(m.c_row); free(m.c_rows)
@@ -337,6 +342,9 @@ ctypedef struct CLazy:
     int64_t n_tx_tries     # transfers tried and not shown (one per source tried), those done, and
     int64_t n_tx_hits      # of those, the ones for the short tokens only
     int64_t n_tx_short
+    int64_t n_rl_tries     # relabellings (_relabelled) tried and not shown, those done, and of
+    int64_t n_rl_hits      # those the ones for the short tokens only
+    int64_t n_rl_short
     int64_t n_walks        # lexeme memo walks started (a trie walk each) and the trie nodes they
     int64_t n_walk_nodes   # visited (walks resumed after exploring count their nodes again)
 
@@ -682,6 +690,14 @@ cdef class LazyLexer:
         return self.z.n_tx_tries, self.z.n_tx_hits, self.z.n_tx_short
 
     @property
+    def memo_relabels(self) -> tuple[int, int, int]:
+        """``(failed, done, short)``: memos relabelled from another lane's — a lexeme of other
+        terminals whose walk has the same shape (one bounded string's counts and another's, far
+        from both bounds) — tried and not shown, done (each a trie walk saved, or all but the long
+        tokens' paths), and of those the ones for the short tokens only."""
+        return self.z.n_rl_tries, self.z.n_rl_hits, self.z.n_rl_short
+
+    @property
     def memo_walks(self) -> tuple[int, int]:
         """``(walks, nodes)``: lexeme memo walks started (one trie walk each, all tokens or the
         long ones) and the trie nodes they visited — what a cold dynamic mask pays for."""
@@ -897,6 +913,14 @@ cdef class LazyLexer:
             raise MemoryError("glrmask runtime: out of memory in the dynamic lexer")
         memcpy(w, words, fw * sizeof(uint64_t))
         glr_store_ptr(&futs[q & (LZ_CHUNK - 1)], w)
+
+    def has_step(self, int32_t q, int b) -> bool:
+        """Whether ``step(q, b)`` is published (:meth:`set_step_events`)."""
+        cdef const int32_t* row
+        if not (0 <= q < self.z.cap_states and 0 <= b < 256):
+            return False
+        row = <const int32_t*>_lz_peek(self.z.trans, q)
+        return row != NULL and row[b] != UNKNOWN
 
     def has_alive(self, int32_t q) -> bool:
         """Whether the live terminals of state ``q`` are published (:meth:`set_alive`)."""
@@ -1328,6 +1352,7 @@ ctypedef struct CFamily:
     int32_t cw
     IVec tx_a              # a memo transfer's pairs of lexer states at one trie level, and the next
     IVec tx_b
+    IVec tx_fo             # a relabelling's source frontier nodes, by the trie level of their parent
     int32_t tx_stamp       # byte groups already compared for one pair (stamped)
     int32_t tx_gseen[256]
 
@@ -1436,7 +1461,7 @@ cdef class Family:
         free(f.lm_words); free(f.fc_slot); iv_free(&f.fc_pool)
         free(f.s_bits)
         free(f.r_bits)
-        iv_free(&f.tx_a); iv_free(&f.tx_b)
+        iv_free(&f.tx_a); iv_free(&f.tx_b); iv_free(&f.tx_fo)
         if self.lock != NULL:
             PyThread_free_lock(self.lock)
 
@@ -3285,7 +3310,8 @@ cdef inline int _tx_differs(const CTables* t, int32_t lvl, int32_t miss_lvl) noe
     return 2 if miss_lvl >= t.tr_split else -1
 
 
-cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_t q) noexcept nogil:
+cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_t q, const uint64_t* rbits2,
+                        int32_t* xq) noexcept nogil:
     """Whether the memo of a lane in lexer state ``q`` (same condition and ``rbits``) is exactly
     ``src``'s: 1 yes, 2 for the tokens of at most ``tr_split`` bytes (the first difference is
     deeper), 0 not shown, -1 entries not explored yet (recorded in ``s_miss``), -2 out of memory.
@@ -3303,7 +3329,14 @@ cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_
     whole memo — are the same. (States read only by a subtree taken whole are not recorded:
     such walks are no source, see _rc_drop.) When the first difference is deeper than any short
     token reaches — the counts of a string some 20 to 128 bytes before its bound, told apart by
-    Llama-3.1's long runs of spaces or dashes alone — the memo still holds for the short tokens."""
+    Llama-3.1's long runs of spaces or dashes alone — the memo still holds for the short tokens.
+
+    With ``xq`` (a relabelling, :func:`_relabelled`: another lane's memo, terminals ``rbits2``),
+    only the walk's shape must be the same — events where ``src``'s walk had them (the frontier
+    classes are evaluated again, from this lane's states), dead in both or neither, the same
+    survival, each against its own terminals; equal states are no shortcut then — and
+    ``xq[k]`` gets the lexer state of this walk before frontier node ``k``: the one state paired
+    with ``src``'s there (two: not shown)."""
     cdef const CLazy* z = t.lz
     cdef IVec* A = &f.tx_a
     cdef IVec* B = &f.tx_b
@@ -3318,6 +3351,7 @@ cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_
     cdef uint64_t word
     cdef int missing = 0, w, sv1, sv2
     cdef int32_t miss_lvl = 1 << 30  # the first level where an entry was missing
+    cdef Py_ssize_t fo = 0, hit  # (relabelling: the next frontier node to map, in tx_fo)
     A.n = 0
     if iv_push(A, src.q) or iv_push(A, q):
         return -2
@@ -3325,6 +3359,18 @@ cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_
         if A.n == 0:
             break
         B.n = 0
+        while xq != NULL and fo < f.tx_fo.n and t.tr_depth[src.fr_node[f.tx_fo.d[fo]]] - 1 == lvl:
+            k = f.tx_fo.d[fo]  # a frontier node whose parent is at this level: its state here
+            hit = -1
+            for i in range(0, A.n, 2):
+                if A.d[i] == src.fr_q[k]:
+                    if hit >= 0:
+                        return 0  # two states of this walk where src's had one
+                    hit = i
+            if hit < 0:
+                return -1 if missing else 0  # (a pair not stepped for an entry not explored yet)
+            xq[k] = A.d[hit + 1]
+            fo += 1
         for i in range(0, A.n, 2):
             s1 = A.d[i]
             s2 = A.d[i + 1]
@@ -3368,15 +3414,15 @@ cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_
                         if x2 == NULL:
                             return 0
                     if x1[b] >= 0 or x2[b] >= 0:  # an event: a frontier node in both, or no transfer
-                        if x1[b] < 0 or x2[b] < 0 or v1 != v2 or not _events_same(z, x1[b], x2[b]):
+                        if x1[b] < 0 or x2[b] < 0 or (xq == NULL and (v1 != v2 or not _events_same(z, x1[b], x2[b]))):
                             return _tx_differs(t, lvl, miss_lvl)
                         continue
-                    if v1 == v2:
+                    if v1 == v2 and (xq == NULL or v1 == DEAD):
                         continue  # dead in both, or one state from here on
                     if v1 == DEAD or v2 == DEAD:
                         return _tx_differs(t, lvl, miss_lvl)
                     sv1 = _survives_r(t, f, v1, src.rbits)
-                    sv2 = _survives_r(t, f, v2, src.rbits)
+                    sv2 = _survives_r(t, f, v2, rbits2)
                     if sv1 < 0 or sv2 < 0:
                         missing = 1
                         miss_lvl = min(miss_lvl, lvl)
@@ -3396,14 +3442,103 @@ cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_
         T = A
         A = B
         B = T
-    return -1 if missing else 1
+    if missing:
+        return -1
+    return 1 if xq == NULL or fo == f.tx_fo.n else 0
+
+
+cdef int _relabelled(const CTables* t, CFamily* f, LexMemo* src, int32_t q, const uint64_t* rbits,
+                     uint64_t h, LexMemo** out) noexcept nogil:
+    """A memo for the lane (``q``, no condition, ``rbits``) from ``src``'s, a lane of other
+    terminals: 1 with it in ``out`` (its lexeme part done, its frontier classes still to
+    evaluate), 0 not shown, -1 entries not explored yet, -2 out of memory.
+
+    Why. A schema's bounded strings are as many terminals as it has bounds (Snowplow's
+    ``maxLength`` 20, 24, 32, 1024…), and the first mask of each walked all of the trie (~300k
+    nodes, 3–5 ms on Llama-3.1) — though, far from both bounds, the tokens that stay inside one
+    string stay inside the other, and the frontier (a closing quote) is at the same trie nodes.
+    When :func:`_memo_transfer` shows the walks have that shape, the new memo shares ``src``'s
+    in-lexeme tokens and frontier nodes; its frontier classes — what the parser does with the
+    terminal that ends — are evaluated from its own lexer states there (``xq``). The first
+    difference deeper than ``tr_split`` bytes makes it a memo for the short tokens
+    (``short_only``, frontier nodes that deep left out), as for a transfer."""
+    cdef CLazy* z = t.lz
+    cdef int32_t fw = 2 * t.fut_words, n = src.n_front, levels = t.tr_max_depth + 2, k, kept = 0, lvl
+    cdef IVec* FO = &f.tx_fo
+    cdef int32_t* cnt
+    cdef int32_t* xq
+    cdef LexMemo* m
+    cdef int r
+    if iv_reserve(FO, n + levels + 1):
+        return -2
+    cnt = FO.d + n  # the frontier nodes by their parent's level: a counting sort
+    memset(cnt, 0, (levels + 1) * sizeof(int32_t))
+    for k in range(n):
+        cnt[t.tr_depth[src.fr_node[k]]] += 1
+    for lvl in range(levels):
+        cnt[lvl + 1] += cnt[lvl]
+    for k in range(n):
+        lvl = t.tr_depth[src.fr_node[k]] - 1
+        FO.d[cnt[lvl]] = k
+        cnt[lvl] += 1
+    FO.n = n
+    xq = <int32_t*>malloc((n + 1) * sizeof(int32_t))
+    if xq == NULL:
+        return -2
+    for k in range(n):
+        xq[k] = UNKNOWN
+    r = _memo_transfer(t, f, src, q, rbits, xq)
+    if r <= 0:
+        free(xq)
+        return r
+    for k in range(n):
+        if r == 1 or t.tr_depth[src.fr_node[k]] <= t.tr_split:
+            if xq[k] == UNKNOWN:
+                free(xq)
+                return 0
+            kept += 1
+    m = <LexMemo*>calloc(1, sizeof(LexMemo))
+    if m == NULL:
+        free(xq)
+        return -2
+    m.rbits = <uint64_t*>malloc(fw * sizeof(uint64_t))
+    m.fr_node = <int32_t*>malloc((kept + 1) * sizeof(int32_t))
+    m.fr_q = <int32_t*>malloc((kept + 1) * sizeof(int32_t))
+    m.lex_of = src
+    m.u_ids = src.u_ids
+    m.u_row = src.u_row
+    if m.rbits == NULL or m.fr_node == NULL or m.fr_q == NULL:
+        _memo_free(m)
+        free(xq)
+        return -2
+    memcpy(m.rbits, rbits, fw * sizeof(uint64_t))
+    m.q = q
+    m.cond = -1
+    m.part = P_ALL
+    m.key = h
+    m.n_u = src.n_u
+    m.short_only = r == 2
+    kept = 0
+    for k in range(n):
+        if r == 1 or t.tr_depth[src.fr_node[k]] <= t.tr_split:
+            m.fr_node[kept] = src.fr_node[k]
+            m.fr_q[kept] = xq[k]
+            kept += 1
+    free(xq)
+    m.n_front = kept
+    m.started = 1
+    m.lex_done = 1
+    z.memo_bytes += sizeof(LexMemo) + fw * sizeof(uint64_t) + 8 * kept
+    out[0] = m
+    return 1
 
 
 cdef LexMemo* _transferred(const CTables* t, CFamily* f, int32_t q, const uint64_t* rbits,
                            uint64_t h, int* code) noexcept nogil:
     """A memo for the lane (``q``, no condition, ``rbits``) shared with one of the sources
-    (:func:`_memo_transfer`), or NULL with ``code`` R_OK (none applies: build it), R_MISSING
-    or R_NOMEM. Called with the builder lock."""
+    (:func:`_memo_transfer`) — complete — or relabelled from one of other terminals
+    (:func:`_relabelled`) — its frontier classes still to evaluate —, or NULL with ``code``
+    R_OK (none applies: build it), R_MISSING or R_NOMEM. Called with the builder lock."""
     cdef CLazy* z = t.lz
     cdef int32_t fw = 2 * t.fut_words, k
     cdef LexMemo* src
@@ -3417,7 +3552,7 @@ cdef LexMemo* _transferred(const CTables* t, CFamily* f, int32_t q, const uint64
         if tried == TX_TRIES:  # the latest sources of these terminals (a count's is the latest)
             break
         tried += 1
-        r = _memo_transfer(t, f, src, q)
+        r = _memo_transfer(t, f, src, q, src.rbits, NULL)
         if r == 0:
             z.n_tx_tries += 1
             continue
@@ -3442,6 +3577,35 @@ cdef LexMemo* _transferred(const CTables* t, CFamily* f, int32_t q, const uint64
         z.n_tx_short += r == 2
         z.memo_bytes += sizeof(LexMemo) + fw * sizeof(uint64_t)
         z.n_tx_hits += 1
+        return m
+    # sources of other terminals: a relabelling, from the deepest walks first (a walk that ended
+    # within a few bytes — a string near its bound — shows nothing a short token could not)
+    cdef uint64_t tried_bits = 0
+    cdef int32_t best_levels
+    cdef int kb
+    for tried in range(TX_RL_TRIES):
+        kb = -1
+        best_levels = 0
+        for k in range(TX_SOURCES):
+            src = z.tx_src[k]
+            if (src != NULL and not (tried_bits >> k) & 1 and src.tx_levels > best_levels
+                    and memcmp(src.rbits, rbits, fw * sizeof(uint64_t)) != 0):
+                kb = k
+                best_levels = src.tx_levels
+        if kb < 0:
+            break
+        tried_bits |= (<uint64_t>1) << kb
+        src = z.tx_src[kb]
+        m = NULL
+        r = _relabelled(t, f, src, q, rbits, h, &m)
+        if r == 0:
+            z.n_rl_tries += 1
+            continue
+        if r < 0:
+            code[0] = R_MISSING if r == -1 else R_NOMEM
+            return NULL
+        z.n_rl_hits += 1
+        z.n_rl_short += m.short_only
         return m
     return NULL
 
@@ -3491,9 +3655,10 @@ cdef LexMemo* _get_memo(const CTables* t, CFamily* f, int32_t q, int32_t c, int3
         if m != NULL:
             glr_store_ptr(<void**>&z.memo_val[j], m)
             glr_store_u64(<uint64_t*>&z.memo_key[j], h)
-            glr_unlock(&z.memo_flag)
-            return m
-        if code[0] != R_OK:
+            if m.lex_of == NULL:  # a transfer: complete
+                glr_unlock(&z.memo_flag)
+                return m
+        elif code[0] != R_OK:
             glr_unlock(&z.memo_flag)
             return NULL
         code[0] = R_FALLBACK

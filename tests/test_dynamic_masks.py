@@ -350,6 +350,37 @@ def test_memos_are_not_transferred_between_counts_a_token_tells_apart():
     assert mask.dynamic_stats["memo_transfers"][1] == 0
 
 
+STRING = r'/"(?:[^"\\\x00-\x1f]|\\["\\n]){0,%d}"/'
+SEVERAL = 'start: "{" A "," B "," C "}"\nA: %s\nB: %s\nC: %s\n' % (STRING % 40, STRING % 60, STRING % 12)
+
+
+@pytest.mark.parametrize("pieces,seed,long_tokens", [(BOUNDED_PIECES, 0, False), (BOUNDED_PIECES, 1, False),
+                                                     (LONG_PIECES, 2, True), (LONG_PIECES, 3, True)])
+def test_strings_of_other_bounds_share_the_shape_of_their_walks(pieces, seed, long_tokens):
+    """Three bounded strings are three terminals, and the first mask of each used to walk the
+    trie. A memo is relabelled from another terminal's when their walks have the same shape —
+    far from both bounds, the same tokens stay inside and the closing quote is at the same trie
+    nodes — with frontier classes of its own (what the parser does after this terminal): for
+    the short tokens only when long ones tell the bounds apart. Every mask is the reference's."""
+    pieces = list(pieces) + ["{", ",", "}", '",', '"}', '","']
+    mask = glrmask.compile(SEVERAL, tiny_vocab(pieces), format="lark", mode="dynamic")
+    rng = random.Random(seed)
+    state, data = mask.start(), b""
+    for _step in range(400):
+        words = mask.get_mask(state)
+        assert words.tobytes() == reference_words(mask, data).tobytes(), data
+        ok = sorted(allowed(words) - set(mask.vocab.eos_token_ids))
+        if not ok:
+            break
+        inside = [i for i in ok if '"' not in pieces[i]]  # (mostly stay inside: reach the bounds)
+        tok = rng.choice(inside if inside and rng.random() < 0.97 else ok)
+        assert state.commit(tok)
+        data += pieces[tok].encode()
+    assert state.is_accepting() or _step == 399
+    failed, done, short = mask.dynamic_stats["memo_relabels"]
+    assert done > 0 and (short > 0) == long_tokens
+
+
 @pytest.mark.parametrize("max_length", [60, 400])
 def test_a_bounded_json_string_masks_like_the_static_engine_at_every_count(max_length, gpt2):
     """The same with a real vocabulary (gpt2's longest string tokens are ~60 bytes, so at
@@ -375,3 +406,23 @@ def test_a_bounded_json_string_masks_like_the_static_engine_at_every_count(max_l
             assert s.commit(tok) and d.commit(tok)
     if max_length == 400:
         assert dynamic.dynamic_stats["memo_transfers"][1] > 0
+
+
+def test_bounded_json_strings_of_several_bounds_mask_like_the_static_engine(gpt2):
+    """A tool call's string fields of different ``maxLength``: their memos are relabelled from
+    one another's; random documents through all of them, dynamic ≡ static at every token."""
+    bounds = {"name": 30, "city": 45, "note": 120, "code": 8}
+    schema = {"type": "object", "properties": {k: {"type": "string", "maxLength": n} for k, n in bounds.items()},
+              "required": list(bounds), "additionalProperties": False}
+    static = glrmask.compile_json_schema(schema, gpt2, mode="static")
+    dynamic = glrmask.compile_json_schema(schema, gpt2, mode="dynamic")
+    rng = random.Random(7)
+    words = "the of and a to in is you that it he was for on are as with his they".split()
+    for _doc in range(3):
+        doc = {k: " ".join(rng.choice(words) for _ in range(40))[:rng.randint(0, n)] for k, n in bounds.items()}
+        s, d = static.start(), dynamic.start()
+        for tok in gpt2.encode(json.dumps(doc)):
+            assert dynamic.get_mask(d).tobytes() == static.get_mask(s).tobytes(), doc
+            assert s.commit(tok) and d.commit(tok)
+        assert s.is_accepting() and d.is_accepting()
+    assert dynamic.dynamic_stats["memo_relabels"][1] > 0

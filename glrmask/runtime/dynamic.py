@@ -48,6 +48,14 @@ nothing again): the per-step fuel of DESIGN §4.11 — a pathological lexer ends
 :class:`~glrmask.errors.GrammarTooComplex` instead of stalling it."""
 
 
+EXPLORE_AHEAD = 16
+"""Steps a chain of lexer states is explored ahead on one byte group. A state that a byte group
+leaves for another without an event (a bounded string's next count) starts a chain the walks
+would explore one trie level per round trip — a memo's walk, and a memo transfer or relabelling
+comparing level by level: the next 16 states on that group are explored with the first (while
+the lexer has room for the states: half its ``max_states``)."""
+
+
 class LexerExplorer:
     """Fills a :class:`LazyLexer` from a Python lazy lexer, entry by entry, on request."""
 
@@ -68,6 +76,7 @@ class LexerExplorer:
         # byte's whole group
         self.native.set_byte_groups(group_of)
         self.n_explored = 0
+        self.explore_ahead = EXPLORE_AHEAD
         self.next_terminals: Optional[tuple[np.ndarray, np.ndarray]] = None
         """``(act_lex, follow_lex)`` of the tables (:func:`glrmask.runtime.tables.next_terminal_arrays`):
         what lexeme start states are restricted to (``M_BOUNDARY``)."""
@@ -90,25 +99,38 @@ class LexerExplorer:
                 "regexes create too many scanning states for the vocabulary")
         with self._lock:
             if _native_explore is not None:
-                _native_explore.explore_rows(self, missing)
+                ahead = _native_explore.explore_rows(self, missing)
             else:  # pragma: no cover - the extension is not built
+                ahead = 0
                 for kind, a, b in missing.tolist():
-                    self.n_explored += 1
-                    self.explore_one(kind, a, b)
+                    n = self.explore_one(kind, a, b)
+                    self.n_explored += 1 + n
+                    ahead += n
+        self._spent.n = spent + ahead  # (the chains explored ahead are fuel spent too)
 
-    def explore_one(self, kind: int, a: int, b: int) -> None:
-        """Compute and publish one entry (the lock held). ``glrmask_ext.lazy_explore`` runs the
-        byte steps itself, the same way, and hands the other kinds to this method."""
+    def explore_one(self, kind: int, a: int, b: int) -> int:
+        """Compute and publish one entry (the lock held); returns the steps explored ahead
+        (:data:`EXPLORE_AHEAD`). ``glrmask_ext.lazy_explore`` runs the byte steps itself, the
+        same way, and hands the other kinds to this method."""
         lexer, nat = self.lexer, self.native
         if kind == self.M_STEP:
-            q2, events = lexer.step(a, b)
-            for _term, cond in events:
-                self._cond(cond)
-            nat.set_step_events(a, b, q2, events)
-            if q2 >= 0 and not nat.has_alive(q2):
-                # the walk asks next whether a lane in q2 survives: answered now, not in another
-                # round trip (a long lexeme is a chain of new states)
-                self.explore_one(self.M_ALIVE, q2, 0)
+            x, k, roomy = a, 0, lexer.max_states // 2
+            while True:
+                q2, events = lexer.step(x, b)
+                for _term, cond in events:
+                    self._cond(cond)
+                nat.set_step_events(x, b, q2, events)
+                if q2 >= 0 and not nat.has_alive(q2):
+                    # the walk asks next whether a lane in q2 survives: answered now, not in
+                    # another round trip (a long lexeme is a chain of new states)
+                    self.explore_one(self.M_ALIVE, q2, 0)
+                # the chain ahead on b's group (explore_ahead)
+                if events or not 0 <= q2 != x or k == self.explore_ahead or lexer.n_states >= roomy:
+                    break
+                x, k = q2, k + 1
+                if nat.has_step(x, b):
+                    break
+            return k
         elif kind == self.M_ALIVE:
             alive = sorted(lexer.alive_terminals(a))
             # the futures known without a search are answered now: no round trip per terminal
@@ -126,6 +148,7 @@ class LexerExplorer:
             nat.set_cond_step(a, b, c2)
         else:
             self._cond(a)
+        return 0
 
     def _cond(self, c: int) -> None:
         if c >= 2 and not self.native.has_cond(c):
