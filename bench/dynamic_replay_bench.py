@@ -52,7 +52,7 @@ def main() -> None:
             spent["calls"] += 1
 
     dynamic.LexerExplorer.explore = timed_explore
-    rows, n_schemas, transfers, walks = [], 0, [0, 0, 0], [0, 0]
+    rows, n_schemas, transfers, relabels, walks = [], 0, [0, 0, 0], [0, 0, 0], [0, 0]
     for split, n, rec, docs in schema_documents(args, vocab.tokenizer):
         try:
             mask = glrmask.compile_json_schema(rec["schema"], vocab, mode="dynamic")
@@ -84,6 +84,8 @@ def main() -> None:
         stats = mask.dynamic_stats
         for k, v in enumerate(stats["memo_transfers"]):
             transfers[k] += v
+        for k, v in enumerate(stats["memo_relabels"]):
+            relabels[k] += v
         for k, v in enumerate(stats["memo_walks"]):
             walks[k] += v
     tbm = [r[0] for r in rows]
@@ -93,7 +95,9 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|")
     print(f"| {len(rows)} | {pct(tbm)} | {total / 1e6:.1f} | {explored / 1e6:.1f} | {sum(r[2] for r in rows)} |")
     print(f"\nlexeme memos transferred: {transfers[1]}, {transfers[2]} of them for the short tokens only "
-          f"(tried and not shown: {transfers[0]}); memo walks: {walks[0]}, {walks[1]:,} trie nodes visited")
+          f"(tried and not shown: {transfers[0]}); relabelled from other terminals' memos: {relabels[1]}, "
+          f"{relabels[2]} of them for the short tokens only (tried and not shown: {relabels[0]}); "
+          f"memo walks: {walks[0]}, {walks[1]:,} trie nodes visited")
     print(f"\nworst {args.worst} tokens: TBM µs (exploring µs, calls; memo walks, trie nodes) — schema, position")
     for r in sorted(rows, key=lambda r: -r[0])[:args.worst]:
         print(f"  {r[0] / 1e3:9.1f} ({r[1] / 1e3:.1f}, {r[2]}; {r[6]}, {r[7]:,}) — {r[3]} #{r[4]}, token {r[5]}")
