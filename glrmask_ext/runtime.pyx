@@ -3556,7 +3556,7 @@ cdef LexMemo* _transferred(const CTables* t, CFamily* f, int32_t q, const uint64
         if r == 0:
             z.n_tx_tries += 1
             continue
-        if r < 0:
+        if r < 0:  # (entries to explore first, or out of memory)
             code[0] = R_MISSING if r == -1 else R_NOMEM
             return NULL
         m = <LexMemo*>malloc(sizeof(LexMemo))
@@ -3598,15 +3598,14 @@ cdef LexMemo* _transferred(const CTables* t, CFamily* f, int32_t q, const uint64
         src = z.tx_src[kb]
         m = NULL
         r = _relabelled(t, f, src, q, rbits, h, &m)
-        if r == 0:
-            z.n_rl_tries += 1
-            continue
+        if r == 1:
+            z.n_rl_hits += 1
+            z.n_rl_short += m.short_only
+            return m
+        z.n_rl_tries += r == 0
         if r < 0:
             code[0] = R_MISSING if r == -1 else R_NOMEM
             return NULL
-        z.n_rl_hits += 1
-        z.n_rl_short += m.short_only
-        return m
     return NULL
 
 
