@@ -43,7 +43,7 @@ cimport numpy as cnp
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE
 from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThread_free_lock,
                                PyThread_acquire_lock, PyThread_release_lock, WAIT_LOCK)
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free, calloc
 from libc.string cimport memset, memcpy, memcmp
 
@@ -434,6 +434,7 @@ ctypedef struct CTables:
     int32_t tr_below_all         # 255 when tr_pack holds no coarse classes (every class assumed below)
     int32_t tr_split             # short tokens: at most this many bytes (0: the trie is no deeper)
     const int32_t* tr_maxd       # per node, the depth of the deepest node of its subtree
+    const uint8_t* tr_text       # per node, the UTF-8 decoder states all text below starts from (_utf8_text)
     const uint32_t* tr_short     # the short tokens, as a mask row (original ids)
     const int32_t* tr_depth
     const uint8_t* tr_byte
@@ -581,6 +582,70 @@ def _subtree_depths(trie: dict, const int32_t[::1] depth, const int32_t[::1] end
             j = end[j]
         o[i] = best
     trie["_subtree_depths"] = out
+    return out
+
+
+# UTF-8 text below a trie node (_utf8_text): the decoder's states — at a character boundary, or
+# inside a character with the continuation bytes it still needs (the second byte's narrower range
+# after E0, ED, F0, F4) — and its step over the bytes of JSON-string text (printable ASCII but the
+# quote and backslash, and every well-formed multi-byte character)
+DEF U8_STATES = 8
+cdef int8_t _u8_next[U8_STATES][256]
+memset(_u8_next, -1, sizeof(_u8_next))
+for _b in range(0x20, 0x7F):
+    if _b != 0x22 and _b != 0x5C:
+        _u8_next[0][_b] = 0
+for _b in range(0xC2, 0xE0):
+    _u8_next[0][_b] = 1
+_u8_next[0][0xE0] = 2
+for _b in list(range(0xE1, 0xED)) + [0xEE, 0xEF]:
+    _u8_next[0][_b] = 4
+_u8_next[0][0xED] = 3
+_u8_next[0][0xF0] = 5
+for _b in range(0xF1, 0xF4):
+    _u8_next[0][_b] = 7
+_u8_next[0][0xF4] = 6
+for _b in range(0x80, 0xC0):
+    _u8_next[1][_b] = 0
+    _u8_next[4][_b] = 1
+    _u8_next[7][_b] = 4
+    if _b >= 0xA0:
+        _u8_next[2][_b] = 1
+    if _b < 0xA0:
+        _u8_next[3][_b] = 1
+    if _b >= 0x90:
+        _u8_next[5][_b] = 4
+    if _b < 0x90:
+        _u8_next[6][_b] = 4
+
+
+def _utf8_text(trie: dict, const uint8_t[::1] byte, const int32_t[::1] end):
+    """Per trie node, the decoder states (bits) from which every extension below it is text: each
+    token below, read from there, a prefix of well-formed JSON-string text (cached in the trie's
+    arrays). Where a lexer state reads all such text back to itself (a string's body, a key's
+    after its exclusion lookahead: _text_loop), the memo walk takes the subtree whole."""
+    hit = trie.get("_utf8_text")
+    if hit is not None:
+        return hit
+    cdef Py_ssize_t n = byte.shape[0], i, j
+    out = np.empty(n, dtype=np.uint8)
+    cdef uint8_t[::1] o = out
+    cdef int u, v, bits, b
+    for i in range(n - 1, -1, -1):  # children come after their parent: each is done first
+        if end[i] <= i or end[i] > n:
+            raise ValueError("runtime: inconsistent trie subtree ends")
+        bits = (1 << U8_STATES) - 1
+        j = i + 1
+        while j < end[i]:
+            b = byte[j]
+            for u in range(U8_STATES):
+                if (bits >> u) & 1:
+                    v = _u8_next[u][b]
+                    if v < 0 or not (o[j] >> v) & 1:
+                        bits &= ~(1 << u)
+            j = end[j]
+        o[i] = bits
+    trie["_utf8_text"] = out
     return out
 
 
@@ -1220,6 +1285,8 @@ cdef class Tables:
         t.tr_below_all = 0 if t.tr_depth_shift == 16 else 255
         self._keep["tr_maxd"] = _subtree_depths(trie, g["tr_node_depth"], g["tr_node_subtree_end"])
         t.tr_maxd = _i32(self._keep["tr_maxd"])
+        self._keep["tr_text"] = _utf8_text(trie, g["tr_node_byte"], g["tr_node_subtree_end"])
+        t.tr_text = <const uint8_t*>cnp.PyArray_DATA(self._keep["tr_text"])
         t.tr_split = MEMO_SPLIT if t.tr_max_depth > MEMO_SPLIT else 0
         self._keep["tr_short"] = _short_row(trie, g, t.n_words)
         t.tr_short = <const uint32_t*>cnp.PyArray_DATA(self._keep["tr_short"])
@@ -1337,6 +1404,8 @@ ctypedef struct CFamily:
     int32_t lp_key[64]     # looping bytes of recent lexer states (key q + 1; 0: empty slot)
     uint64_t lp_words[256]
     int32_t lp_cls[64]     # their coarse classes (runtime.COARSE_CLASS bits): looped on wholly | not at all << 8
+    int32_t tl_key[64]     # lexer states that read all text back to themselves (_text_loop): q + 1
+    int32_t tl_val[64]     # (0: an empty slot; cleared when a memo build starts) and the verdict
     IVec m_cache           # per seq of the memo being evaluated: offset of its stacks in m_cpool
     IVec m_cpool           # … ([n, nodes…]), -1 dead, -2 not computed yet
     IVec m_key             # the configuration key of the mask being computed (shared cache)
@@ -2662,7 +2731,7 @@ cdef int _survives_r(const CTables* t, CFamily* f, int32_t q2, const uint64_t* r
     """Whether a lane in lexer state ``q2`` has a future among ``rbits``: 1, 0, or -1 when that is
     not explored yet (recorded in ``s_miss``)."""
     cdef const uint64_t* fut = _lx_futures(t, f, q2)
-    cdef int32_t w, term, fw = t.fut_words
+    cdef int32_t w, fw = t.fut_words
     cdef uint64_t word, known
     if fut == NULL:
         return -1
@@ -2673,8 +2742,7 @@ cdef int _survives_r(const CTables* t, CFamily* f, int32_t q2, const uint64_t* r
         known = glr_load_u64(&fut[fw + w])
         word = fut[w] & rbits[w] & ~known
         if word:
-            term = w * 64 + glr_ctz64(word)
-            _miss(f, M_FUTURE, q2, term)
+            _miss(f, M_FUTURE, q2, w * 64 + glr_ctz64(word))
             return -1
     return 0
 
@@ -2715,6 +2783,81 @@ cdef const uint64_t* _loop_words(const CTables* t, CFamily* f, int32_t q) noexce
     f.lp_cls[slot] = full | (none << 8)
     f.lp_key[slot] = q + 1
     return w
+
+
+DEF TL_PAIRS = 16  # (decoder state, lexer state) pairs a text loop may have
+
+
+cdef int _text_loop(const CTables* t, CFamily* f, const uint64_t* rbits, int32_t q) noexcept nogil:
+    """Whether lexer state ``q`` reads every prefix of JSON-string text (_utf8_text) with no
+    event, never dead, every state surviving ``rbits``, and back to ``q`` itself at each character
+    boundary: 1 yes, 0 no, -1 entries or futures not explored yet (asked for).
+
+    Why. The loop shortcut takes a subtree whose bytes all step ``q`` to itself — ASCII only,
+    since a multi-byte character goes through states of its own. Inside a string or a key (after
+    its exclusion lookahead), a subtree holding one accented or CJK token was stepped node by
+    node: 76k of Llama-3.1's 274k trie nodes per memo; with text subtrees taken whole, ~7k. The
+    check is the product of the UTF-8 decoder and the lexer from ``q`` (a few pairs), cached per
+    state for the memo being built."""
+    cdef int slot = q & 63
+    cdef int32_t pu[TL_PAIRS]
+    cdef int32_t px[TL_PAIRS]
+    cdef int32_t n = 1, k, j, x, y, last_y = UNKNOWN
+    cdef int b, u, v, sv, last_sv = 0, unknown = 0
+    cdef const int32_t* row
+    cdef const int32_t* evr
+    cdef uint8_t asked[256]
+    if f.tl_key[slot] == q + 1:
+        return f.tl_val[slot]
+    pu[0] = 0
+    px[0] = q
+    k = 0
+    while k < n:
+        u = pu[k]
+        x = px[k]
+        k += 1
+        row = <const int32_t*>_lz_get(t.lz.trans, x)
+        evr = <const int32_t*>_lz_get(t.lz.evref, x)
+        memset(asked, 0, sizeof(asked))
+        for b in range(256):
+            v = _u8_next[u][b]
+            if v < 0:
+                continue
+            y = UNKNOWN if row == NULL else glr_load_i32(&row[b])
+            if y == UNKNOWN:
+                if not asked[t.lz.byte_group[b] if t.lz.has_groups else b]:
+                    asked[t.lz.byte_group[b] if t.lz.has_groups else b] = 1
+                    _miss(f, M_STEP, x, b)
+                unknown = 1
+                continue
+            if y == DEAD or evr[b] >= 0 or (v == 0 and y != q):  # (a count: another state)
+                f.tl_key[slot] = q + 1
+                f.tl_val[slot] = 0
+                return 0
+            if y != last_y:
+                last_y = y
+                last_sv = _survives_r(t, f, y, rbits)
+            if last_sv < 0:
+                unknown = 1
+                continue
+            if last_sv == 0:
+                f.tl_key[slot] = q + 1
+                f.tl_val[slot] = 0
+                return 0
+            for j in range(n):
+                if pu[j] == v and px[j] == y:
+                    break
+            else:
+                if n == TL_PAIRS:  # (a count, say: no loop)
+                    f.tl_key[slot] = q + 1
+                    f.tl_val[slot] = 0
+                    return 0
+                pu[n] = v
+                px[n] = y
+                n += 1
+    f.tl_key[slot] = q + 1  # (not known yet, asked for: the same answer until the next round)
+    f.tl_val[slot] = -1 if unknown else 1
+    return f.tl_val[slot]
 
 
 cdef void _rc_drop(LexMemo* m) noexcept nogil:
@@ -2763,7 +2906,7 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
     cdef const uint64_t* lw
     cdef const uint64_t* sb
     cdef int32_t a, z
-    cdef int sv
+    cdef int sv, take
     cdef const int32_t* P = t.tr_pack
     cdef const int32_t* node
     # the internal ids of the tokens that stay inside (original ids once the walk is done): at
@@ -2829,20 +2972,38 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
         tok = node[1]
         bp[bn] = tok
         bn += tok >= 0 and (m.part != P_LONG or d > t.tr_split)
-        if q2 == qp and t.tr_subbytes != NULL and node[0] > i + 1 and m.part == P_ALL:
-            # in a loop (a string's body): when every byte below loops too, every token below
-            # ends in q2, which survives — take them all, in trie order, without stepping
-            lw = _loop_words(t, f, q2)
-            # most subtrees are decided by their coarse byte classes (in the node's packed
-            # fields): one class q2 never loops on fails the test, classes it loops on wholly
-            # pass it; only a mix loads the subtree's byte set
-            below = ((node[2] >> 8) & 255) | t.tr_below_all
-            lc = f.lp_cls[q2 & 63]
-            if below & (lc >> 8):
-                i += 1
-                continue
-            sb = t.tr_subbytes + 4 * i
-            if (below & ~lc & 255) == 0 or ((sb[0] & ~lw[0]) | (sb[1] & ~lw[1]) | (sb[2] & ~lw[2]) | (sb[3] & ~lw[3])) == 0:
+        if t.tr_subbytes != NULL and node[0] > i + 1 and m.part == P_ALL:
+            take = 0
+            if q2 == qp:
+                # in a loop (a string's body): when every byte below loops too, every token below
+                # ends in q2, which survives — take them all, in trie order, without stepping
+                lw = _loop_words(t, f, q2)
+                # most subtrees are decided by their coarse byte classes (in the node's packed
+                # fields): one class q2 never loops on fails the test, classes it loops on wholly
+                # pass it; only a mix loads the subtree's byte set
+                below = ((node[2] >> 8) & 255) | t.tr_below_all
+                lc = f.lp_cls[q2 & 63]
+                if not (below & (lc >> 8)):
+                    sb = t.tr_subbytes + 4 * i
+                    take = (below & ~lc & 255) == 0 or (
+                        (sb[0] & ~lw[0]) | (sb[1] & ~lw[1]) | (sb[2] & ~lw[2]) | (sb[3] & ~lw[3])) == 0
+            if take:
+                pass
+            elif q2 == qp:
+                # text below (multi-byte characters too), read by q2 as a loop: the same — tested
+                # in a loop (q2 its parent's state), and known after a multi-byte character
+                if t.tr_text[i] & 1:
+                    take = _text_loop(t, f, m.rbits, q2)
+            elif (b & 0xC0) == 0x80 and f.tl_key[q2 & 63] == q2 + 1 and f.tl_val[q2 & 63] == 1 and t.tr_text[i] & 1:
+                take = 1  # (a multi-byte character's last byte, back in a text loop)
+                if take < 0:  # its rows or futures first: this node again next round
+                    bn -= tok >= 0
+                    if iv_push(&m.b_pend, <int32_t>i) or iv_push(&m.b_pend, qp):
+                        m.b_pairs.n = bn
+                        return -1
+                    i = node[0]
+                    continue
+            if take:
                 a = t.tr_sub_lo[i] + (1 if tok >= 0 else 0)
                 z = t.tr_sub_hi[i]
                 if m.rc != NULL:  # bytes below were not stepped: nothing to compare a transfer with
@@ -2903,6 +3064,7 @@ cdef int _memo_build(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
     # no verdicts, no rows (a row explored since the last round must be read again): DEAD keys
     memset(LQ.d + t.tr_max_depth + 2, 0xff, 3 * (t.tr_max_depth + 2) * sizeof(int32_t))
     memset(f.lp_key, 0, sizeof(f.lp_key))  # entries explored since may loop now
+    memset(f.tl_key, 0, sizeof(f.tl_key))  # (and read text; verdicts are against this memo's rbits)
     if not m.lex_done:
         if not m.started:
             m.started = 1

@@ -381,6 +381,54 @@ def test_strings_of_other_bounds_share_the_shape_of_their_walks(pieces, seed, lo
     assert done > 0 and (short > 0) == long_tokens
 
 
+TEXT = ('start: "{" (pair ("," pair)*)? "}"\npair: KEY ":" VALUE\n'
+        'KEY: /"(?!(?:name|note)")(?:[^"\\\\\\x00-\\x1f]|\\\\["\\\\n])*"/ | /"name"/ | /"note"/\n'
+        'VALUE: /"(?:[^"\\\\\\x00-\\x1f]|\\\\["\\\\n])*"/\n')
+TEXT_PIECES = ["a", "ab", "na", "name", "no", "note", "é", "中", "aé", "éa", "a中b", "中文字", "😀", b"\xc3", b"\xa9",
+               b"\xe4\xb8", b"\xad", b"a\xc3", b"\xa9b", '"', '"a', 'a"', '"n', 'é"', ":", ",", "{", "}", '":',
+               '","', "\\n", "\\", " "]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_strings_and_keys_of_multibyte_text_mask_exactly(seed):
+    """Inside a string (and a key past its exclusion lookahead) every well-formed character,
+    multi-byte ones too, reads back to the same lexer state: the walk takes subtrees of such
+    text whole. Tokens that split a character, start mid-character or hold a quote are stepped.
+    Every mask on random walks is the reference's."""
+    mask = glrmask.compile(TEXT, tiny_vocab(TEXT_PIECES), format="lark", mode="dynamic")
+    rng = random.Random(seed)
+    for _walk in range(4):
+        state, data = mask.start(), b""
+        for _step in range(60):
+            words = mask.get_mask(state)
+            assert words.tobytes() == reference_words(mask, data).tobytes(), data
+            ok = sorted(allowed(words) - set(mask.vocab.eos_token_ids))
+            if not ok:
+                break
+            going_on = [i for i in ok if TEXT_PIECES[i] != "}"]  # (mostly: long documents)
+            tok = rng.choice(going_on if going_on and rng.random() < 0.95 else ok)
+            assert state.commit(tok)
+            piece = TEXT_PIECES[tok]
+            data += piece.encode() if isinstance(piece, str) else piece
+
+
+def test_free_text_in_a_json_object_masks_like_the_static_engine(gpt2):
+    """A free-form string and extra properties (a key past its exclusion lookahead) with
+    accented, CJK and emoji text: dynamic ≡ static at every token."""
+    schema = {"type": "object", "properties": {"note": {"type": "string"}, "n": {"type": "integer"}},
+              "required": ["note"]}
+    static = glrmask.compile_json_schema(schema, gpt2, mode="static")
+    dynamic = glrmask.compile_json_schema(schema, gpt2, mode="dynamic")
+    docs = [{"note": "café crème, naïve façade — 東京 😀", "n": 3},
+            {"note": "plain", "ключ": "значение", "日本": "語"}]
+    for doc in docs:
+        s, d = static.start(), dynamic.start()
+        for tok in gpt2.encode(json.dumps(doc, ensure_ascii=False)):
+            assert dynamic.get_mask(d).tobytes() == static.get_mask(s).tobytes(), doc
+            assert s.commit(tok) and d.commit(tok)
+        assert s.is_accepting() and d.is_accepting()
+
+
 @pytest.mark.parametrize("max_length", [60, 400])
 def test_a_bounded_json_string_masks_like_the_static_engine_at_every_count(max_length, gpt2):
     """The same with a real vocabulary (gpt2's longest string tokens are ~60 bytes, so at
