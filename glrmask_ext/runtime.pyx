@@ -2988,7 +2988,7 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
                     take = (below & ~lc & 255) == 0 or (
                         (sb[0] & ~lw[0]) | (sb[1] & ~lw[1]) | (sb[2] & ~lw[2]) | (sb[3] & ~lw[3])) == 0
             if take:
-                pass
+                pass  # (the loop's own bytes)
             elif q2 == qp:
                 # text below (multi-byte characters too), read by q2 as a loop: the same — tested
                 # in a loop (q2 its parent's state), and known after a multi-byte character
@@ -2996,13 +2996,13 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
                     take = _text_loop(t, f, m.rbits, q2)
             elif (b & 0xC0) == 0x80 and f.tl_key[q2 & 63] == q2 + 1 and f.tl_val[q2 & 63] == 1 and t.tr_text[i] & 1:
                 take = 1  # (a multi-byte character's last byte, back in a text loop)
-                if take < 0:  # its rows or futures first: this node again next round
-                    bn -= tok >= 0
-                    if iv_push(&m.b_pend, <int32_t>i) or iv_push(&m.b_pend, qp):
-                        m.b_pairs.n = bn
-                        return -1
-                    i = node[0]
-                    continue
+            if take < 0:  # its rows or futures first: this node again next round
+                bn -= tok >= 0
+                if iv_push(&m.b_pend, <int32_t>i) or iv_push(&m.b_pend, qp):
+                    m.b_pairs.n = bn
+                    return -1
+                i = node[0]
+                continue
             if take:
                 a = t.tr_sub_lo[i] + (1 if tok >= 0 else 0)
                 z = t.tr_sub_hi[i]
