@@ -350,6 +350,22 @@ def test_memos_are_not_transferred_between_counts_a_token_tells_apart():
     assert mask.dynamic_stats["memo_transfers"][1] == 0
 
 
+def _walk_checked(mask, pieces, rng, steps, prefer, p):
+    """A random walk whose every mask is compared with the reference's: a token whose piece
+    ``prefer`` holds for with probability ``p`` (when one is allowed), any allowed one else."""
+    state, data = mask.start(), b""
+    for _step in range(steps):
+        words = mask.get_mask(state)
+        assert words.tobytes() == reference_words(mask, data).tobytes(), data
+        ok = sorted(allowed(words) - set(mask.vocab.eos_token_ids))
+        if not ok:
+            return
+        preferred = [i for i in ok if prefer(pieces[i])]
+        tok = rng.choice(preferred if preferred and rng.random() < p else ok)
+        assert state.commit(tok)
+        data += pieces[tok].encode() if isinstance(pieces[tok], str) else pieces[tok]
+
+
 STRING = r'/"(?:[^"\\\x00-\x1f]|\\["\\n]){0,%d}"/'
 SEVERAL = 'start: "{" A "," B "," C "}"\nA: %s\nB: %s\nC: %s\n' % (STRING % 40, STRING % 60, STRING % 12)
 
@@ -364,19 +380,8 @@ def test_strings_of_other_bounds_share_the_shape_of_their_walks(pieces, seed, lo
     the short tokens only when long ones tell the bounds apart. Every mask is the reference's."""
     pieces = list(pieces) + ["{", ",", "}", '",', '"}', '","']
     mask = glrmask.compile(SEVERAL, tiny_vocab(pieces), format="lark", mode="dynamic")
-    rng = random.Random(seed)
-    state, data = mask.start(), b""
-    for _step in range(400):
-        words = mask.get_mask(state)
-        assert words.tobytes() == reference_words(mask, data).tobytes(), data
-        ok = sorted(allowed(words) - set(mask.vocab.eos_token_ids))
-        if not ok:
-            break
-        inside = [i for i in ok if '"' not in pieces[i]]  # (mostly stay inside: reach the bounds)
-        tok = rng.choice(inside if inside and rng.random() < 0.97 else ok)
-        assert state.commit(tok)
-        data += pieces[tok].encode()
-    assert state.is_accepting() or _step == 399
+    # mostly staying inside a string: to its bound
+    _walk_checked(mask, pieces, random.Random(seed), 400, lambda p: '"' not in p, 0.97)
     failed, done, short = mask.dynamic_stats["memo_relabels"]
     assert done > 0 and (short > 0) == long_tokens
 
@@ -397,19 +402,8 @@ def test_strings_and_keys_of_multibyte_text_mask_exactly(seed):
     Every mask on random walks is the reference's."""
     mask = glrmask.compile(TEXT, tiny_vocab(TEXT_PIECES), format="lark", mode="dynamic")
     rng = random.Random(seed)
-    for _walk in range(4):
-        state, data = mask.start(), b""
-        for _step in range(60):
-            words = mask.get_mask(state)
-            assert words.tobytes() == reference_words(mask, data).tobytes(), data
-            ok = sorted(allowed(words) - set(mask.vocab.eos_token_ids))
-            if not ok:
-                break
-            going_on = [i for i in ok if TEXT_PIECES[i] != "}"]  # (mostly: long documents)
-            tok = rng.choice(going_on if going_on and rng.random() < 0.95 else ok)
-            assert state.commit(tok)
-            piece = TEXT_PIECES[tok]
-            data += piece.encode() if isinstance(piece, str) else piece
+    for _walk in range(4):  # (mostly not closing the object: long documents)
+        _walk_checked(mask, TEXT_PIECES, rng, 60, lambda p: p != "}", 0.95)
 
 
 def test_free_text_in_a_json_object_masks_like_the_static_engine(gpt2):
