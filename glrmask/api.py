@@ -307,8 +307,8 @@ class Mask:
         the trie; near the bound, where only long tokens tell them apart, they share it for the
         tokens of at most 16 bytes), memos relabelled from a lexeme of other terminals whose walk
         has the same shape (``memo_relabels``: ``(tried and not shown, done, done for the short
-        tokens only)`` — another bounded string's counts, far from both bounds) and the trie walks memos cost (``memo_walks``:
-        ``(walks, trie nodes visited)``)."""
+        tokens only)`` — another bounded string's counts, far from both bounds) and the trie
+        walks memos cost (``memo_walks``: ``(walks, trie nodes visited)``)."""
         explorer = getattr(self._engine, "explorer", None)
         if explorer is None:
             return None

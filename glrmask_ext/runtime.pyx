@@ -434,7 +434,7 @@ ctypedef struct CTables:
     int32_t tr_below_all         # 255 when tr_pack holds no coarse classes (every class assumed below)
     int32_t tr_split             # short tokens: at most this many bytes (0: the trie is no deeper)
     const int32_t* tr_maxd       # per node, the depth of the deepest node of its subtree
-    const uint8_t* tr_text       # per node, the UTF-8 decoder states all text below starts from (_utf8_text)
+    const uint8_t* tr_text       # per node, the UTF-8 decoder states all text below starts from (_subtree_facts)
     const uint32_t* tr_short     # the short tokens, as a mask row (original ids)
     const int32_t* tr_depth
     const uint8_t* tr_byte
@@ -561,31 +561,7 @@ def _single_ids(trie: dict, ptr, ids) -> np.ndarray:
     return hit
 
 
-def _subtree_depths(trie: dict, const int32_t[::1] depth, const int32_t[::1] end):
-    """Per trie node, the depth of the deepest node below it (itself included): where a memo part
-    of long tokens has nothing to find (cached in the trie's arrays, like the other derived ones)."""
-    hit = trie.get("_subtree_depths")
-    if hit is not None:
-        return hit
-    cdef Py_ssize_t n = depth.shape[0], i, j
-    out = np.empty(n, dtype=np.int32)
-    cdef int32_t[::1] o = out
-    cdef int32_t best
-    for i in range(n - 1, -1, -1):  # children come after their parent: each is done first
-        if end[i] <= i or end[i] > n:
-            raise ValueError("runtime: inconsistent trie subtree ends")
-        best = depth[i]
-        j = i + 1
-        while j < end[i]:
-            if o[j] > best:
-                best = o[j]
-            j = end[j]
-        o[i] = best
-    trie["_subtree_depths"] = out
-    return out
-
-
-# UTF-8 text below a trie node (_utf8_text): the decoder's states — at a character boundary, or
+# UTF-8 text below a trie node (_subtree_facts): the decoder's states — at a character boundary, or
 # inside a character with the continuation bytes it still needs (the second byte's narrower range
 # after E0, ED, F0, F4) — and its step over the bytes of JSON-string text (printable ASCII but the
 # quote and backslash, and every well-formed multi-byte character)
@@ -619,34 +595,43 @@ for _b in range(0x80, 0xC0):
         _u8_next[6][_b] = 4
 
 
-def _utf8_text(trie: dict, const uint8_t[::1] byte, const int32_t[::1] end):
-    """Per trie node, the decoder states (bits) from which every extension below it is text: each
-    token below, read from there, a prefix of well-formed JSON-string text (cached in the trie's
-    arrays). Where a lexer state reads all such text back to itself (a string's body, a key's
-    after its exclusion lookahead: _text_loop), the memo walk takes the subtree whole."""
-    hit = trie.get("_utf8_text")
+def _subtree_facts(trie: dict, const int32_t[::1] depth, const uint8_t[::1] byte, const int32_t[::1] end):
+    """Per trie node, in one bottom-up pass (cached in the trie's arrays, like the other derived
+    ones): the depth of the deepest node below it, itself included — where a memo part of long
+    tokens has nothing to find —, and the UTF-8 decoder states (bits) from which every extension
+    below it is text: each token below, read from there, a prefix of well-formed JSON-string text
+    — where a lexer state reading all such text back to itself (_text_loop) takes it whole."""
+    hit = trie.get("_subtree_facts")
     if hit is not None:
         return hit
-    cdef Py_ssize_t n = byte.shape[0], i, j
-    out = np.empty(n, dtype=np.uint8)
-    cdef uint8_t[::1] o = out
-    cdef int u, v, bits, b
+    cdef Py_ssize_t n = depth.shape[0], i, j
+    maxd = np.empty(n, dtype=np.int32)
+    text = np.empty(n, dtype=np.uint8)
+    cdef int32_t[::1] o = maxd
+    cdef uint8_t[::1] x = text
+    cdef int32_t best
+    cdef int u, v, bits
+    if byte.shape[0] != n:
+        raise ValueError("runtime: inconsistent trie arrays")
     for i in range(n - 1, -1, -1):  # children come after their parent: each is done first
         if end[i] <= i or end[i] > n:
             raise ValueError("runtime: inconsistent trie subtree ends")
+        best = depth[i]
         bits = (1 << U8_STATES) - 1
         j = i + 1
         while j < end[i]:
-            b = byte[j]
+            if o[j] > best:
+                best = o[j]
             for u in range(U8_STATES):
                 if (bits >> u) & 1:
-                    v = _u8_next[u][b]
-                    if v < 0 or not (o[j] >> v) & 1:
+                    v = _u8_next[u][byte[j]]
+                    if v < 0 or not (x[j] >> v) & 1:
                         bits &= ~(1 << u)
             j = end[j]
-        o[i] = bits
-    trie["_utf8_text"] = out
-    return out
+        o[i] = best
+        x[i] = bits
+    hit = trie["_subtree_facts"] = (maxd, text)
+    return hit
 
 
 def _short_row(trie: dict, dict g, int n_words):
@@ -1283,9 +1268,9 @@ cdef class Tables:
         # every class below each node (its loop test loads the exact byte sets, as before them)
         t.tr_depth_shift = 16 if t.tr_max_depth < (1 << 15) else 8
         t.tr_below_all = 0 if t.tr_depth_shift == 16 else 255
-        self._keep["tr_maxd"] = _subtree_depths(trie, g["tr_node_depth"], g["tr_node_subtree_end"])
+        self._keep["tr_maxd"], self._keep["tr_text"] = _subtree_facts(
+            trie, g["tr_node_depth"], g["tr_node_byte"], g["tr_node_subtree_end"])
         t.tr_maxd = _i32(self._keep["tr_maxd"])
-        self._keep["tr_text"] = _utf8_text(trie, g["tr_node_byte"], g["tr_node_subtree_end"])
         t.tr_text = <const uint8_t*>cnp.PyArray_DATA(self._keep["tr_text"])
         t.tr_split = MEMO_SPLIT if t.tr_max_depth > MEMO_SPLIT else 0
         self._keep["tr_short"] = _short_row(trie, g, t.n_words)
@@ -2789,7 +2774,7 @@ DEF TL_PAIRS = 16  # (decoder state, lexer state) pairs a text loop may have
 
 
 cdef int _text_loop(const CTables* t, CFamily* f, const uint64_t* rbits, int32_t q) noexcept nogil:
-    """Whether lexer state ``q`` reads every prefix of JSON-string text (_utf8_text) with no
+    """Whether lexer state ``q`` reads every prefix of JSON-string text (_subtree_facts) with no
     event, never dead, every state surviving ``rbits``, and back to ``q`` itself at each character
     boundary: 1 yes, 0 no, -1 entries or futures not explored yet (asked for).
 
@@ -2987,15 +2972,13 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
                     sb = t.tr_subbytes + 4 * i
                     take = (below & ~lc & 255) == 0 or (
                         (sb[0] & ~lw[0]) | (sb[1] & ~lw[1]) | (sb[2] & ~lw[2]) | (sb[3] & ~lw[3])) == 0
-            if take:
-                pass  # (the loop's own bytes)
-            elif q2 == qp:
-                # text below (multi-byte characters too), read by q2 as a loop: the same — tested
-                # in a loop (q2 its parent's state), and known after a multi-byte character
+            # text below (multi-byte characters too), read by q2 as a loop: the same — tested in
+            # a loop (q2 its parent's state), and known after a multi-byte character's last byte
+            if not take and q2 == qp:
                 if t.tr_text[i] & 1:
                     take = _text_loop(t, f, m.rbits, q2)
-            elif (b & 0xC0) == 0x80 and f.tl_key[q2 & 63] == q2 + 1 and f.tl_val[q2 & 63] == 1 and t.tr_text[i] & 1:
-                take = 1  # (a multi-byte character's last byte, back in a text loop)
+            elif not take and (b & 0xC0) == 0x80 and f.tl_key[q2 & 63] == q2 + 1 and f.tl_val[q2 & 63] == 1:
+                take = t.tr_text[i] & 1
             if take < 0:  # its rows or futures first: this node again next round
                 bn -= tok >= 0
                 if iv_push(&m.b_pend, <int32_t>i) or iv_push(&m.b_pend, qp):

@@ -125,11 +125,10 @@ class LexerExplorer:
                     # another round trip (a long lexeme is a chain of new states)
                     self.explore_one(self.M_ALIVE, q2, 0)
                 # the chain ahead on b's group (explore_ahead)
-                if events or not 0 <= q2 != x or k == self.explore_ahead or lexer.n_states >= roomy:
+                if (events or not 0 <= q2 != x or k == self.explore_ahead or lexer.n_states >= roomy
+                        or nat.has_step(q2, b)):
                     break
                 x, k = q2, k + 1
-                if nat.has_step(x, b):
-                    break
             return k
         elif kind == self.M_ALIVE:
             alive = sorted(lexer.alive_terminals(a))
