@@ -6,8 +6,9 @@ masks per schema. This replays the same documents (same schemas, valid instances
 order, compact ``json.dumps``, Llama-3.1 tokens) with no static compile at all, so every token is a
 dynamic mask, and says where the time goes: the share spent in the lazy lexer's exploration (the
 Python side of a cold mask), the explore round trips, the lexeme memos' trie walks (the native
-side: nodes visited), and the worst tokens with their schema and position. TBM = the mask + the commit, ``perf_counter_ns``, one pinned core, the garbage collector
-off within a document.
+side: nodes visited), and the worst tokens with their schema and position. TBM = the mask + the
+commit, ``perf_counter_ns``, one pinned core, the garbage collector off within a document
+(``--gc-on`` leaves it on, as in a serving process: what the collector adds to cold masks).
 
     python bench/dynamic_replay_bench.py --per-split 2 --max-tokens 300
 """
@@ -33,6 +34,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     document_args(ap)
     ap.add_argument("--worst", type=int, default=10, help="worst tokens to list")
+    ap.add_argument("--gc-on", action="store_true", help="leave the garbage collector on within documents")
     args = ap.parse_args()
 
     import glrmask
@@ -64,7 +66,9 @@ def main() -> None:
         walked = mask.dynamic_stats["memo_walks"]
         for ids in docs:
             state = mask.start()
-            gc.disable()
+            was_on = gc.isenabled()
+            if not args.gc_on:
+                gc.disable()
             try:
                 for pos, tok in enumerate(ids):
                     spent.update(ns=0, calls=0)
@@ -80,7 +84,8 @@ def main() -> None:
                         print(f"# {split} #{n}: token {pos} rejected", file=sys.stderr)
                         break
             finally:
-                gc.enable()
+                if was_on:
+                    gc.enable()
         stats = mask.dynamic_stats
         for k, v in enumerate(stats["memo_transfers"]):
             transfers[k] += v
@@ -90,7 +95,8 @@ def main() -> None:
             walks[k] += v
     tbm = [r[0] for r in rows]
     total, explored = sum(tbm), sum(r[1] for r in rows)
-    print(f"dynamic masks replayed back to back: {n_schemas} schemas, {len(rows)} tokens, core {core}\n")
+    print(f"dynamic masks replayed back to back: {n_schemas} schemas, {len(rows)} tokens, core {core}, "
+          f"garbage collector {'on' if args.gc_on else 'off'} within documents\n")
     print("| tokens | TBM p50 / p90 / p99 / p99.9 / max (µs) | total (ms) | exploring (ms) | explore calls |")
     print("|---:|---:|---:|---:|---:|")
     print(f"| {len(rows)} | {pct(tbm)} | {total / 1e6:.1f} | {explored / 1e6:.1f} | {sum(r[2] for r in rows)} |")

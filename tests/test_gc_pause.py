@@ -6,7 +6,7 @@ import gc
 import pytest
 
 from glrmask.errors import UnsupportedSchema
-from glrmask.grammar.gc_pause import cyclic_gc_paused
+from glrmask.grammar.gc_pause import cyclic_gc_paused, frozen_objects_released
 from glrmask.grammar.normalize import normalize
 from glrmask.json_schema import lower_json_schema_ir
 
@@ -87,4 +87,34 @@ def test_a_process_that_froze_objects_keeps_them_frozen(collector_enabled):
         assert not any(obj is model for obj in gc.get_objects())  # the collector never sees it
     finally:
         gc.unfreeze()
+        frozen_objects_released()
     assert any(obj is model for obj in gc.get_objects())
+
+
+def test_pauses_in_a_process_that_froze_objects_do_not_count_them_each_time(collector_enabled, monkeypatch):
+    """Counting frozen objects walks them all (milliseconds for a frozen model), and the dynamic
+    engine pauses once per lexer exploration: the count is asked at most once for many pauses."""
+    asked = []
+    count = gc.get_freeze_count
+    monkeypatch.setattr(gc, "get_freeze_count", lambda: asked.append(1) or count())
+    gc.freeze()
+    try:
+        for _ in range(1_000):
+            with cyclic_gc_paused():
+                pass
+    finally:
+        gc.unfreeze()
+        frozen_objects_released()
+    assert len(asked) == 1
+
+
+def test_pauses_promote_again_once_the_process_released_its_frozen_objects(collector_enabled):
+    gc.freeze()
+    with cyclic_gc_paused():
+        pass
+    gc.unfreeze()
+    frozen_objects_released()
+    with cyclic_gc_paused():
+        kept = [[i] for i in range(5_000)]
+    assert len(gc.get_objects(generation=0)) < 1_000
+    del kept

@@ -27,6 +27,8 @@ import numpy as np
 
 from glrmask_ext.runtime import LazyLexer
 
+from ..grammar.gc_pause import cyclic_gc_paused
+
 from .engine import trie_arrays
 from .tables import build_tables, dynamic_arrays
 
@@ -97,7 +99,10 @@ class LexerExplorer:
                 f"dynamic mask: one step needs more than {fuel} new lexer transitions (limit "
                 "max_step_transitions, limits={'dynamic': {'max_step_transitions': N}}); the terminals' "
                 "regexes create too many scanning states for the vocabulary")
-        with self._lock:
+        # the lexer's interning allocates thousands of small objects per cold mask, none of them
+        # cyclic garbage: left to the collector, they started young collections and, now and
+        # then, a full one of the whole process inside a mask (51 ms on the replay bench)
+        with self._lock, cyclic_gc_paused():
             if _native_explore is not None:
                 ahead = _native_explore.explore_rows(self, missing)
             else:  # pragma: no cover - the extension is not built
