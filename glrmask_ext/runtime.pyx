@@ -200,8 +200,10 @@ ctypedef struct ClassBuild:
     SeqTab S
     IVec data              # the classes' snapshots
     IVec offs              # n_cls + 1 offsets into data
-    IVec pairs             # (class, token id) of the finished frontiers
-    IVec pend              # frontiers (indices into fr_node) still to walk
+    IVec pairs             # (class, token id) of the tokens walked so far
+    IVec pend              # subtrees still to walk: records (trie node, n, the n ints of the
+                           # snapshot before the node's byte); first the frontiers, then the nodes
+                           # whose step met a lexer entry not explored yet
     int32_t* slots         # hash table over the classes
     Py_ssize_t n_slots
     Py_ssize_t n_cls
@@ -2773,6 +2775,7 @@ cdef const uint64_t* _loop_words(const CTables* t, CFamily* f, int32_t q) noexce
 DEF TL_PAIRS = 16  # (decoder state, lexer state) pairs a text loop may have
 
 
+
 cdef int _text_loop(const CTables* t, CFamily* f, const uint64_t* rbits, int32_t q) noexcept nogil:
     """Whether lexer state ``q`` reads every prefix of JSON-string text (_subtree_facts) with no
     event, never dead, every state surviving ``rbits``, and back to ``q`` itself at each character
@@ -3143,22 +3146,34 @@ cdef int _canonical_lanes(CFamily* f, const int32_t* snap, IVec* dst) noexcept n
     return _build_lanes(f, dst)
 
 
+cdef int _pend_subtree(IVec* pend, int32_t node, const int32_t* snap, Py_ssize_t n) noexcept nogil:
+    """Append the record (``node``, ``n``, the snapshot ``snap[:n]``) to ``pend``; -1 on OOM."""
+    if iv_reserve(pend, pend.n + 2 + n):
+        return -1
+    pend.d[pend.n] = node
+    pend.d[pend.n + 1] = <int32_t>n
+    memcpy(pend.d + pend.n + 2, snap, n * sizeof(int32_t))
+    pend.n += 2 + n
+    return 0
+
+
 cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
     """Walk every frontier subtree symbolically (lanes carry seqs, see :func:`_step_byte`) and
     group its tokens by the snapshot they end in. R_OK, R_MISSING, R_NOMEM or R_TOOBIG.
 
-    Resumable (the classes being built live in ``m.b_cls`` between rounds): a frontier whose walk
-    met a lexer entry not explored yet drops what it found and is walked again in the next round,
-    the others are done. A lane with a pending condition has every child of the trie root as a
-    frontier, and new lexer states are met one level deeper per round: walking every frontier
-    again in every round cost such a memo ~50-130 µs of native work per round, dozens of rounds."""
+    Resumable (the classes being built live in ``m.b_cls`` between rounds): a node whose step met
+    a lexer entry not explored yet is left, with the snapshot before its byte, and its subtree is
+    walked in the next round; everything else found is kept. New lexer states are met one trie
+    level deeper per round (dozens of rounds for a new lexeme after a frontier): walking each
+    frontier again whole in every round cost ~20-30 µs of native work per round, and a lane with
+    a pending condition (every child of the trie root a frontier) ~50-130 µs."""
     cdef IVec* W = &f.w_pool
     cdef IVec* L = &f.w_lvl
     cdef ClassBuild* cb = <ClassBuild*>m.b_cls
     cdef IVec todo, data, offs, pairs
     cdef int32_t* remap = NULL
-    cdef Py_ssize_t i, j, jj, hi, k, e, ln, cls, n_cls, n_pairs, n_dense, r_i, miss0, pairs0
-    cdef int32_t i0, qp, d, d0, tok, oid
+    cdef Py_ssize_t i, j, jj, hi, k, e, ln, cls, n_cls, n_pairs, n_dense, r_i, miss0, nw
+    cdef int32_t i0, qp, d, d0, tok, oid, snap[6]
     cdef int32_t* cnt = NULL
     cdef int r, res = R_OK
     cdef uint64_t h, h2
@@ -3172,29 +3187,32 @@ cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
         if iv_push(&cb.S.parent, -1) or iv_push(&cb.S.term, -1) or iv_push(&cb.offs, 0):
             res = R_NOMEM
         for j in range(m.n_front if res == R_OK else 0):
-            if iv_push(&cb.pend, <int32_t>j):
+            # one lane: the frontier's lexer state (and the memo's pending condition), seq 0
+            qp = m.fr_q[j]
+            if m.cond < 0:
+                snap[0] = 1; snap[1] = qp; snap[2] = 0; snap[3] = 1; snap[4] = 0
+                nw = 5
+            else:
+                snap[0] = 1; snap[1] = qp; snap[2] = 1; snap[3] = m.cond; snap[4] = 1; snap[5] = 0
+                nw = 6
+            if _pend_subtree(&cb.pend, m.fr_node[j], snap, nw):
                 res = R_NOMEM
                 break
     if res == R_OK and iv_reserve(L, t.tr_max_depth + 2):
         res = R_NOMEM
     todo = cb.pend
     memset(&cb.pend, 0, sizeof(IVec))
-    for jj in range(todo.n if res == R_OK else 0):
-        j = todo.d[jj]
-        miss0 = f.s_miss.n
-        pairs0 = cb.pairs.n
-        i0 = m.fr_node[j]
-        qp = m.fr_q[j]
+    jj = 0
+    while jj < todo.n and res == R_OK:
+        i0 = todo.d[jj]
+        nw = todo.d[jj + 1]
         d0 = t.tr_depth[i0]
-        if iv_reserve(W, 6):
+        if iv_reserve(W, nw):
             res = R_NOMEM
             break
-        if m.cond < 0:
-            W.d[0] = 1; W.d[1] = qp; W.d[2] = 0; W.d[3] = 1; W.d[4] = 0
-            W.n = 5
-        else:
-            W.d[0] = 1; W.d[1] = qp; W.d[2] = 1; W.d[3] = m.cond; W.d[4] = 1; W.d[5] = 0
-            W.n = 6
+        memcpy(W.d, todo.d + jj + 2, nw * sizeof(int32_t))
+        jj += 2 + nw
+        W.n = nw
         L.d[d0 - 1] = 0
         L.d[d0] = <int32_t>W.n
         i = i0
@@ -3205,10 +3223,20 @@ cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
                 i = t.tr_end[i]  # no long token below
                 continue
             W.n = L.d[d]
+            miss0 = f.s_miss.n
             r = _walk_step(t, f, L.d[d - 1], t.tr_byte[i], &cb.S)
             if r < 0:
                 res = R_TOOBIG if r == TOOBIG else R_NOMEM
                 break
+            if f.s_miss.n > miss0:
+                # it read entries nobody explored yet: this subtree again next round, from the
+                # snapshot before the byte (the rest of the frontier is not walked again)
+                if _pend_subtree(&cb.pend, <int32_t>i, W.d + L.d[d - 1], L.d[d] - L.d[d - 1]):
+                    res = R_NOMEM
+                    break
+                W.n = L.d[d]
+                i = t.tr_end[i]
+                continue
             if r == 0:
                 i = t.tr_end[i]
                 continue
@@ -3270,13 +3298,6 @@ cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
                     break
             L.d[d + 1] = <int32_t>W.n
             i += 1
-        if res != R_OK:
-            break
-        if f.s_miss.n > miss0:  # it read entries nobody explored yet: again next round
-            cb.pairs.n = pairs0
-            if iv_push(&cb.pend, <int32_t>j):
-                res = R_NOMEM
-                break
     iv_free(&todo)
     if res != R_OK:
         _cls_free(cb)
@@ -3284,8 +3305,7 @@ cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
         return res
     if cb.pend.n:
         return R_MISSING
-    # the classes some token ended in (a frontier walked again left classes of its first walks
-    # that no token has now), renumbered in order
+    # the classes some token ended in, renumbered in order
     n_pairs = cb.pairs.n // 2
     remap = <int32_t*>malloc((cb.n_cls + 1) * sizeof(int32_t))
     memset(&data, 0, sizeof(IVec)); memset(&offs, 0, sizeof(IVec))
