@@ -123,6 +123,7 @@ DEF CM_SLOTS = 512
 DEF CM_MAX_KEY = 4096
 DEF MEMO_SLOTS = 65536
 DEF LM_SLOTS = 8
+DEF TX_FAIL = 1024     # slots of transfers not shown (CLazy.tx_fail)
 DEF RC_W = 64          # lexer states one trie level of a recorded lexeme walk may hold
 DEF TX_SOURCES = 32    # transfer sources tried for a new memo (the memos built last)
 DEF TX_MAX_PAIRS = 64  # state pairs one trie level of a transfer may hold
@@ -340,6 +341,9 @@ ctypedef struct CLazy:
     int64_t* memo_key      # MEMO_SLOTS: hash of (state, condition, rbits) -> memo, open addressing;
     LexMemo** memo_val     # written under memo_flag, a key published after its value
     LexMemo* tx_src[TX_SOURCES]  # the memos built last whose walks were kept: transfer sources
+    uint64_t tx_fail[TX_FAIL]  # (lane, source) pairs a transfer or relabelling was not shown for:
+                               # not tried again (the verdict holds; a memo being explored over
+                               # dozens of rounds tried each of its sources again in every round)
     int32_t tx_next        # (a ring, written under memo_flag)
     int64_t n_tx_tries     # transfers tried and not shown (one per source tried), those done, and
     int64_t n_tx_hits      # of those, the ones for the short tokens only
@@ -1409,6 +1413,11 @@ ctypedef struct CFamily:
     IVec tx_a              # a memo transfer's pairs of lexer states at one trie level, and the next
     IVec tx_b
     IVec tx_fo             # a relabelling's source frontier nodes, by the trie level of their parent
+    uint64_t tc_key        # the transfer checkpointed (_tx_key; 0: none): the first level where an
+    int32_t tc_lvl         # entry was missing, the pairs there, the frontier nodes mapped before
+    int32_t tc_fo          # it and their states — where the comparison resumes once explored
+    IVec tc_pairs
+    IVec tc_xq
     int32_t tx_stamp       # byte groups already compared for one pair (stamped)
     int32_t tx_gseen[256]
 
@@ -1517,7 +1526,7 @@ cdef class Family:
         free(f.lm_words); free(f.fc_slot); iv_free(&f.fc_pool)
         free(f.s_bits)
         free(f.r_bits)
-        iv_free(&f.tx_a); iv_free(&f.tx_b); iv_free(&f.tx_fo)
+        iv_free(&f.tx_a); iv_free(&f.tx_b); iv_free(&f.tx_fo); iv_free(&f.tc_pairs); iv_free(&f.tc_xq)
         if self.lock != NULL:
             PyThread_free_lock(self.lock)
 
@@ -3476,7 +3485,7 @@ cdef inline int _tx_differs(const CTables* t, int32_t lvl, int32_t miss_lvl) noe
 
 
 cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_t q, const uint64_t* rbits2,
-                        int32_t* xq) noexcept nogil:
+                        int32_t* xq, uint64_t ck) noexcept nogil:
     """Whether the memo of a lane in lexer state ``q`` (same condition and ``rbits``) is exactly
     ``src``'s: 1 yes, 2 for the tokens of at most ``tr_split`` bytes (the first difference is
     deeper), 0 not shown, -1 entries not explored yet (recorded in ``s_miss``), -2 out of memory.
@@ -3506,7 +3515,7 @@ cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_
     cdef IVec* A = &f.tx_a
     cdef IVec* B = &f.tx_b
     cdef IVec* T
-    cdef int32_t lvl, s1, s2, v1, v2, b, g, k
+    cdef int32_t lvl, s1, s2, v1, v2, b, g, k, lv1, lv2
     cdef Py_ssize_t i, j, e
     cdef const uint64_t* ent
     cdef const int32_t* r1
@@ -3517,13 +3526,27 @@ cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_
     cdef int missing = 0, w, sv1, sv2
     cdef int32_t miss_lvl = 1 << 30  # the first level where an entry was missing
     cdef Py_ssize_t fo = 0, hit  # (relabelling: the next frontier node to map, in tx_fo)
+    cdef int32_t lvl0 = 0, fo0
+    cdef int saved = 0
     A.n = 0
-    if iv_push(A, src.q) or iv_push(A, q):
+    if ck != 0 and f.tc_key == ck:
+        # resumed where an entry was missing last round (the levels before it compared in full:
+        # with no entry missing, their verdicts cannot change)
+        if iv_reserve(A, f.tc_pairs.n):
+            return -2
+        memcpy(A.d, f.tc_pairs.d, f.tc_pairs.n * sizeof(int32_t))
+        A.n = f.tc_pairs.n
+        lvl0 = f.tc_lvl
+        fo = f.tc_fo
+        if xq != NULL:
+            memcpy(xq, f.tc_xq.d, src.n_front * sizeof(int32_t))
+    elif iv_push(A, src.q) or iv_push(A, q):
         return -2
-    for lvl in range(src.tx_levels):
+    for lvl in range(lvl0, src.tx_levels):
         if A.n == 0:
             break
         B.n = 0
+        fo0 = fo
         while xq != NULL and fo < f.tx_fo.n and t.tr_depth[src.fr_node[f.tx_fo.d[fo]]] - 1 == lvl:
             k = f.tx_fo.d[fo]  # a frontier node whose parent is at this level: its state here
             hit = -1
@@ -3552,6 +3575,8 @@ cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_
             x2 = <const int32_t*>_lz_get(z.evref, s2)
             if r1 == NULL or x1 == NULL:
                 return 0
+            lv1 = UNKNOWN
+            lv2 = UNKNOWN
             f.tx_stamp += 1
             if f.tx_stamp == 0x7fffffff:
                 memset(f.tx_gseen, 0, sizeof(f.tx_gseen))
@@ -3586,6 +3611,10 @@ cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_
                         continue  # dead in both, or one state from here on
                     if v1 == DEAD or v2 == DEAD:
                         return _tx_differs(t, lvl, miss_lvl)
+                    if v1 == lv1 and v2 == lv2:
+                        continue  # (most bytes step to the pair the last one did: verdicts, pair known)
+                    lv1 = v1
+                    lv2 = v2
                     sv1 = _survives_r(t, f, v1, src.rbits)
                     sv2 = _survives_r(t, f, v2, rbits2)
                     if sv1 < 0 or sv2 < 0:
@@ -3604,6 +3633,18 @@ cdef int _memo_transfer(const CTables* t, CFamily* f, const LexMemo* src, int32_
                             return _tx_differs(t, lvl + 1, miss_lvl)
                         if iv_push(B, v1) or iv_push(B, v2):
                             return -2
+        if missing and not saved and ck != 0:  # the checkpoint: this level's start
+            saved = 1
+            if (iv_reserve(&f.tc_pairs, A.n) or (xq != NULL and iv_reserve(&f.tc_xq, src.n_front + 1))):
+                f.tc_key = 0
+            else:
+                memcpy(f.tc_pairs.d, A.d, A.n * sizeof(int32_t))
+                f.tc_pairs.n = A.n
+                if xq != NULL:
+                    memcpy(f.tc_xq.d, xq, src.n_front * sizeof(int32_t))
+                f.tc_key = ck
+                f.tc_lvl = lvl
+                f.tc_fo = <int32_t>fo0
         T = A
         A = B
         B = T
@@ -3652,7 +3693,9 @@ cdef int _relabelled(const CTables* t, CFamily* f, LexMemo* src, int32_t q, cons
         return -2
     for k in range(n):
         xq[k] = UNKNOWN
-    r = _memo_transfer(t, f, src, q, rbits, xq)
+    r = _memo_transfer(t, f, src, q, rbits, xq, _tx_key(h, src, 1))
+    if r != -1 and f.tc_key == _tx_key(h, src, 1):
+        f.tc_key = 0  # (a verdict: nothing to resume)
     if r <= 0:
         free(xq)
         return r
@@ -3698,6 +3741,13 @@ cdef int _relabelled(const CTables* t, CFamily* f, LexMemo* src, int32_t q, cons
     return 1
 
 
+cdef inline uint64_t _tx_key(uint64_t h, const void* src, int kind) noexcept nogil:
+    """The key of a (lane ``h``, source, transfer or relabelling) pair in ``tx_fail`` (never 0)."""
+    cdef uint64_t k = h ^ (<uint64_t><size_t>src * 0x9E3779B97F4A7C15ULL) ^ <uint64_t>kind
+    k ^= k >> 31
+    return k | 1
+
+
 cdef LexMemo* _transferred(const CTables* t, CFamily* f, int32_t q, const uint64_t* rbits,
                            uint64_t h, int* code) noexcept nogil:
     """A memo for the lane (``q``, no condition, ``rbits``) shared with one of the sources
@@ -3709,6 +3759,7 @@ cdef LexMemo* _transferred(const CTables* t, CFamily* f, int32_t q, const uint64
     cdef LexMemo* src
     cdef LexMemo* m
     cdef int r, tried = 0
+    cdef uint64_t fk
     code[0] = R_OK
     for k in range(TX_SOURCES):
         src = z.tx_src[(z.tx_next - 1 - k) & (TX_SOURCES - 1)]
@@ -3717,9 +3768,15 @@ cdef LexMemo* _transferred(const CTables* t, CFamily* f, int32_t q, const uint64
         if tried == TX_TRIES:  # the latest sources of these terminals (a count's is the latest)
             break
         tried += 1
-        r = _memo_transfer(t, f, src, q, src.rbits, NULL)
+        fk = _tx_key(h, src, 0)
+        if z.tx_fail[fk & (TX_FAIL - 1)] == fk:
+            continue
+        r = _memo_transfer(t, f, src, q, src.rbits, NULL, fk)
+        if r != -1 and f.tc_key == fk:
+            f.tc_key = 0  # (a verdict: nothing to resume)
         if r == 0:
             z.n_tx_tries += 1
+            z.tx_fail[fk & (TX_FAIL - 1)] = fk
             continue
         if r < 0:  # (entries to explore first, or out of memory)
             code[0] = R_MISSING if r == -1 else R_NOMEM
@@ -3761,13 +3818,18 @@ cdef LexMemo* _transferred(const CTables* t, CFamily* f, int32_t q, const uint64
             break
         tried_bits |= (<uint64_t>1) << kb
         src = z.tx_src[kb]
+        fk = _tx_key(h, src, 1)
+        if z.tx_fail[fk & (TX_FAIL - 1)] == fk:
+            continue
         m = NULL
         r = _relabelled(t, f, src, q, rbits, h, &m)
         if r == 1:
             z.n_rl_hits += 1
             z.n_rl_short += m.short_only
             return m
-        z.n_rl_tries += r == 0
+        if r == 0:
+            z.n_rl_tries += 1
+            z.tx_fail[fk & (TX_FAIL - 1)] = fk
         if r < 0:
             code[0] = R_MISSING if r == -1 else R_NOMEM
             return NULL
