@@ -2865,28 +2865,22 @@ cdef void _rc_drop(LexMemo* m) noexcept nogil:
     m.rc_n = NULL
 
 
-cdef inline void _rc_note(LexMemo* m, int32_t levels, int32_t lvl, int32_t q, int32_t b) noexcept nogil:
-    """Record that the walk stepped byte ``b`` from lexer state ``q`` at trie level ``lvl``."""
-    cdef int32_t* last = m.rc_n + levels
-    cdef uint64_t* e = m.rc + 5 * (<Py_ssize_t>lvl * RC_W + last[lvl])
-    cdef int32_t k, n
-    if m.rc_n[lvl] == 0 or <int32_t>e[0] != q:
-        n = m.rc_n[lvl]
-        for k in range(n):
-            e = m.rc + 5 * (<Py_ssize_t>lvl * RC_W + k)
-            if <int32_t>e[0] == q:
-                break
-        else:
-            if n == RC_W:
-                _rc_drop(m)
-                return
-            k = n
-            e = m.rc + 5 * (<Py_ssize_t>lvl * RC_W + k)
-            e[0] = <uint64_t><uint32_t>q
-            e[1] = 0; e[2] = 0; e[3] = 0; e[4] = 0
-            m.rc_n[lvl] = n + 1
-        last[lvl] = k
-    e[1 + (b >> 6)] |= (<uint64_t>1) << (b & 63)
+cdef uint64_t* _rc_entry(LexMemo* m, int32_t levels, int32_t lvl, int32_t q) noexcept nogil:
+    """The record of the bytes the walk stepped from lexer state ``q`` at trie level ``lvl`` (4
+    words), added when new; NULL when the level is full (then the record is to be dropped)."""
+    cdef uint64_t* e
+    cdef int32_t k, n = m.rc_n[lvl]
+    for k in range(n):
+        e = m.rc + 5 * (<Py_ssize_t>lvl * RC_W + k)
+        if <int32_t>e[0] == q:
+            return e + 1
+    if n == RC_W:
+        return NULL
+    e = m.rc + 5 * (<Py_ssize_t>lvl * RC_W + n)
+    e[0] = <uint64_t><uint32_t>q
+    e[1] = 0; e[2] = 0; e[3] = 0; e[4] = 0
+    m.rc_n[lvl] = n + 1
+    return e + 1
 
 
 cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
@@ -2897,6 +2891,7 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
     cdef int32_t* SV = LQ.d + t.tr_max_depth + 2  # per level: (state, its survival verdict)
     cdef int32_t* RK = LQ.d + 3 * (t.tr_max_depth + 2)  # per level: the state whose rows RW holds
     cdef void** RW = f.m_rows
+    cdef uint64_t** RE = <uint64_t**>(f.m_rows + 2 * (t.tr_max_depth + 2))  # per level: its record
     cdef const int32_t* row
     cdef Py_ssize_t i = lo, k
     cdef int32_t d, qp, q2, tok, b, below, lc
@@ -2922,13 +2917,20 @@ cdef int _memo_walk(const CTables* t, CFamily* f, LexMemo* m, Py_ssize_t lo, Py_
             continue
         qp = LQ.d[d - 1]
         b = node[2] & 255
-        if m.rc != NULL:
-            _rc_note(m, t.tr_max_depth + 2, d - 1, qp, b)
-        # the parent's rows, looked up once per level (no entry is explored during a walk)
+        # the parent's rows, looked up once per level (no entry is explored during a walk), and
+        # its record of the bytes stepped from it at that level (when recording)
         if RK[d - 1] != qp:
             RK[d - 1] = qp
             RW[2 * (d - 1)] = _lz_get(t.lz.trans, qp)
             RW[2 * (d - 1) + 1] = _lz_get(t.lz.evref, qp)
+            RE[d - 1] = NULL
+        if m.rc != NULL:
+            if RE[d - 1] == NULL:
+                RE[d - 1] = _rc_entry(m, t.tr_max_depth + 2, d - 1, qp)
+            if RE[d - 1] != NULL:
+                RE[d - 1][b >> 6] |= (<uint64_t>1) << (b & 63)
+            else:
+                _rc_drop(m)
         row = <const int32_t*>RW[2 * (d - 1)]
         q2 = UNKNOWN if row == NULL else glr_load_i32(&row[b])
         if q2 == UNKNOWN:
@@ -3053,7 +3055,7 @@ cdef int _memo_build(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
     if iv_reserve(LQ, 4 * (t.tr_max_depth + 2)):
         return R_NOMEM
     if f.m_rows == NULL:
-        f.m_rows = <void**>malloc(2 * (t.tr_max_depth + 2) * sizeof(void*))
+        f.m_rows = <void**>malloc(3 * (t.tr_max_depth + 2) * sizeof(void*))
         if f.m_rows == NULL:
             return R_NOMEM
     # no verdicts, no rows (a row explored since the last round must be read again): DEAD keys
