@@ -3079,8 +3079,9 @@ cdef int _memo_build(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
             memset(&m.b_pend, 0, sizeof(IVec))
             for k in range(pend.n // 2):
                 node = pend.d[2 * k]
-                LQ.d[t.tr_depth[node] - 1] = pend.d[2 * k + 1]
-                if _memo_walk(t, f, m, node, t.tr_end[node]):
+                # (its depth and subtree end from its packed fields: the cache line the walk reads)
+                LQ.d[(t.tr_pack[3 * node + 2] >> t.tr_depth_shift) - 1] = pend.d[2 * k + 1]
+                if _memo_walk(t, f, m, node, t.tr_pack[3 * node]):
                     iv_free(&pend)
                     return R_NOMEM
             iv_free(&pend)
