@@ -203,8 +203,9 @@ ctypedef struct ClassBuild:
     IVec offs              # n_cls + 1 offsets into data
     IVec pairs             # (class, token id) of the tokens walked so far
     IVec pend              # subtrees still to walk: records (trie node, n, the n ints of the
-                           # snapshot before the node's byte); first the frontiers, then the nodes
-                           # whose step met a lexer entry not explored yet
+                           # snapshot before the node's byte; or -1 - the offset of an earlier
+                           # record with the same one); first the frontiers, then the nodes whose
+                           # step met a lexer entry not explored yet
     int32_t* slots         # hash table over the classes
     Py_ssize_t n_slots
     Py_ssize_t n_cls
@@ -268,7 +269,7 @@ ctypedef struct LexMemo:
     # lexeme walk read — per trie level, the lexer states it stepped from and their bytes — so
     # that another state's memo can be proved equal to this one without a walk (_memo_transfer)
     uint64_t* rc           # while built: RC_W entries (state, 4 byte words) per level; NULL: not kept
-    int32_t* rc_n          # entries per level (then rc_last: the entry each level hit last)
+    int32_t* rc_n          # entries per level
     uint64_t* tx           # once complete: the entries, level by level
     int32_t* tx_off        # tx_levels + 1 offsets (in entries) into tx
     int32_t tx_levels
@@ -3068,7 +3069,7 @@ cdef int _memo_build(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
             LQ.d[0] = m.q
             if m.part != P_LONG:  # (the long tokens' part is not transferred: no record)
                 m.rc = <uint64_t*>malloc(5 * RC_W * (t.tr_max_depth + 2) * sizeof(uint64_t))
-                m.rc_n = <int32_t*>calloc(2 * (t.tr_max_depth + 2), sizeof(int32_t))
+                m.rc_n = <int32_t*>calloc(t.tr_max_depth + 2, sizeof(int32_t))
                 if m.rc == NULL or m.rc_n == NULL:
                     _rc_drop(m)
             t.lz.n_walks += 1
@@ -3158,10 +3159,22 @@ cdef int _canonical_lanes(CFamily* f, const int32_t* snap, IVec* dst) noexcept n
     return _build_lanes(f, dst)
 
 
-cdef int _pend_subtree(IVec* pend, int32_t node, const int32_t* snap, Py_ssize_t n) noexcept nogil:
-    """Append the record (``node``, ``n``, the snapshot ``snap[:n]``) to ``pend``; -1 on OOM."""
+cdef int _pend_subtree(IVec* pend, Py_ssize_t* last, int32_t node, const int32_t* snap,
+                       Py_ssize_t n) noexcept nogil:
+    """Append the record (``node``, ``n``, the snapshot ``snap[:n]``) to ``pend`` — or (``node``,
+    -1 - the offset of the last full record) when that one holds the same snapshot: siblings left
+    in one round share their parent's, stored once (``last``: that offset, -1 none). -1 on OOM."""
+    cdef Py_ssize_t k = last[0]
+    if k >= 0 and pend.d[k + 1] == n and memcmp(pend.d + k + 2, snap, n * sizeof(int32_t)) == 0:
+        if iv_reserve(pend, pend.n + 2):
+            return -1
+        pend.d[pend.n] = node
+        pend.d[pend.n + 1] = <int32_t>(-1 - k)
+        pend.n += 2
+        return 0
     if iv_reserve(pend, pend.n + 2 + n):
         return -1
+    last[0] = pend.n
     pend.d[pend.n] = node
     pend.d[pend.n + 1] = <int32_t>n
     memcpy(pend.d + pend.n + 2, snap, n * sizeof(int32_t))
@@ -3184,7 +3197,7 @@ cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
     cdef ClassBuild* cb = <ClassBuild*>m.b_cls
     cdef IVec todo, data, offs, pairs
     cdef int32_t* remap = NULL
-    cdef Py_ssize_t i, j, jj, hi, k, e, ln, cls, n_cls, n_pairs, n_dense, r_i, miss0, nw
+    cdef Py_ssize_t i, j, jj, hi, k, e, ln, cls, n_cls, n_pairs, n_dense, r_i, miss0, nw, sp, last = -1
     cdef int32_t i0, qp, d, d0, tok, oid, snap[6]
     cdef int32_t* cnt = NULL
     cdef int r, res = R_OK
@@ -3207,23 +3220,30 @@ cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
             else:
                 snap[0] = 1; snap[1] = qp; snap[2] = 1; snap[3] = m.cond; snap[4] = 1; snap[5] = 0
                 nw = 6
-            if _pend_subtree(&cb.pend, m.fr_node[j], snap, nw):
+            if _pend_subtree(&cb.pend, &last, m.fr_node[j], snap, nw):
                 res = R_NOMEM
                 break
     if res == R_OK and iv_reserve(L, t.tr_max_depth + 2):
         res = R_NOMEM
     todo = cb.pend
     memset(&cb.pend, 0, sizeof(IVec))
+    last = -1
     jj = 0
     while jj < todo.n and res == R_OK:
         i0 = todo.d[jj]
         nw = todo.d[jj + 1]
+        sp = jj + 2  # the snapshot: this record's, or the full record's it shares
+        jj += 2
+        if nw < 0:
+            sp = -1 - nw + 2
+            nw = todo.d[-1 - nw + 1]
+        else:
+            jj += nw
         d0 = t.tr_depth[i0]
         if iv_reserve(W, nw):
             res = R_NOMEM
             break
-        memcpy(W.d, todo.d + jj + 2, nw * sizeof(int32_t))
-        jj += 2 + nw
+        memcpy(W.d, todo.d + sp, nw * sizeof(int32_t))
         W.n = nw
         L.d[d0 - 1] = 0
         L.d[d0] = <int32_t>W.n
@@ -3243,7 +3263,7 @@ cdef int _memo_classes(const CTables* t, CFamily* f, LexMemo* m) noexcept nogil:
             if f.s_miss.n > miss0:
                 # it read entries nobody explored yet: this subtree again next round, from the
                 # snapshot before the byte (the rest of the frontier is not walked again)
-                if _pend_subtree(&cb.pend, <int32_t>i, W.d + L.d[d - 1], L.d[d] - L.d[d - 1]):
+                if _pend_subtree(&cb.pend, &last, <int32_t>i, W.d + L.d[d - 1], L.d[d] - L.d[d - 1]):
                     res = R_NOMEM
                     break
                 W.n = L.d[d]
