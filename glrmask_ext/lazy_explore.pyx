@@ -2,13 +2,16 @@
 
 Why. A cold dynamic mask hands its explorer tens of thousands of lexer entries, nine in ten of
 them byte steps; the Python loop around each (unpacking a row, the step, its conditions, the
-setter) cost about as much as the step itself. This loop does the byte steps, live terminals and
-condition verdicts here, in the order of the rows, exactly as
+setter) cost about as much as the step itself. This loop does the byte steps (with the lanes
+that carry no lookahead stepped on native tables: :func:`glrmask_ext.lazy_step.step_plain`), live
+terminals and condition verdicts here, in the order of the rows, exactly as
 :meth:`~glrmask.runtime.dynamic.LexerExplorer.explore_one` does them, and hands every other kind
 (futures, lexeme starts, condition steps: a few in a hundred) to that method.
 """
 
 from libc.stdint cimport int32_t
+
+from glrmask_ext.lazy_step import step_plain
 
 DEF M_STEP = 0
 DEF M_ALIVE = 1
@@ -44,7 +47,6 @@ def explore_rows(explorer, const int32_t[:, ::1] rows) -> int:
     explored ahead (returned)."""
     cdef object lexer = explorer.lexer
     cdef object nat = explorer.native
-    cdef object step = lexer.step
     cdef object set_step_events = nat.set_step_events
     cdef object has_alive = nat.has_alive
     cdef object has_step = nat.has_step
@@ -60,7 +62,7 @@ def explore_rows(explorer, const int32_t[:, ::1] rows) -> int:
             a = rows[i, 1]
             b = rows[i, 2]
             if kind == M_STEP:
-                res = <tuple?>step(a, b)
+                res = <tuple?>step_plain(lexer, a, b)
                 for ev in <tuple?>res[1]:
                     _cond(lexer, nat, ev[1])
                 set_step_events(a, b, res[0], res[1])  # b's whole byte group
@@ -78,7 +80,7 @@ def explore_rows(explorer, const int32_t[:, ::1] rows) -> int:
                     x = q2
                     if has_step(x, b):
                         break
-                    res = <tuple?>step(x, b)
+                    res = <tuple?>step_plain(lexer, x, b)
                     for ev in <tuple?>res[1]:
                         _cond(lexer, nat, ev[1])
                     set_step_events(x, b, res[0], res[1])

@@ -1,4 +1,5 @@
 # cython: boundscheck=True, wraparound=True
+# distutils: language = c++
 """The lazy lexer's byte step in C: :meth:`glrmask.lexer.lexer.Lexer.step` compiled.
 
 Why. A dynamic mask explores the lexer on demand (:mod:`glrmask.runtime.dynamic`), and nearly
@@ -15,8 +16,13 @@ even a bad argument behaves as in the reference, :func:`glrmask.lexer.lexer._pyt
 """
 
 cimport cpython.array as carray
+from libc.stdint cimport int32_t, uint8_t, INT32_MIN
+from libcpp.string cimport string
+from libcpp.unordered_map cimport unordered_map
+from libcpp.vector cimport vector
+from cython.operator cimport dereference
 
-from glrmask_ext.lexer_compile cimport advance as _advance
+from glrmask_ext.lexer_compile cimport advance as _advance, advance_int as _advance_int
 from glrmask.lexer import program as _program
 
 cdef int K_CHAR = _program.CHAR
@@ -47,6 +53,7 @@ cdef class _Tables:
     cdef object prog
     cdef list ts_rows, gid, ts, ts_ids, cs, js_rows, js_cls, js, grep, ts_live
     cdef dict closures, cond_ids, js_ids, parts
+    cdef _Plain plain  # the native mirror of the plain lanes (:func:`step_plain`), made on first use
 
 
 cdef _Tables _last = None  # the tables of the lexer stepped last (one lexer explores at a time)
@@ -628,3 +635,262 @@ def row(lexer, state):
             row[k] = (_intern_joint(lexer, _tables(lexer), tuple(<list?>nxt[k])), tuple(<list?>evs[k]))
             _transition_added(lexer)
     return cls_reps[0], row
+
+
+# ------------------------------------------------------------------ plain lanes, natively
+cdef inline string _packed(const int32_t* xs, Py_ssize_t n):
+    return string(<const char*>xs, n * sizeof(int32_t))
+
+
+cdef class _Plain:
+    """A native mirror of the lexer's *plain* lanes — no lookahead condition on any entry, no
+    lookbehind tracker, no pending candidate — and of its joint states, for :func:`step_plain`.
+
+    Why. Nine in ten entries a cold dynamic mask explores are byte steps, and a byte step was
+    ~2 µs of Python objects per lane state it had not stepped yet: a closure looked up under a
+    3-tuple, the lane's entries rebuilt as a tuple of pairs and hashed to intern it, its memo row
+    a Python list. A plain lane is just its list of pcs, so here it is one: interned under its
+    packed pcs, its steps memoized in C arrays, its closures (when they are plain too) in C.
+    Everything else — a lane with lookaheads or trackers, a closure through a lookahead, a new
+    match condition — is the lexer's own code (:func:`_lane_step`, ``_make_cond``), and every
+    lane or joint state is interned in the lexer's own tables first (the budget and the ids are
+    the lexer's: :func:`_intern_lane`, :func:`_intern_joint`); the mirror reads them back in
+    order (:meth:`sync_lanes`, :meth:`sync_joint`), so it never holds a state the lexer lacks."""
+    cdef vector[int32_t] ng                    # per terminal: its byte groups
+    cdef vector[vector[uint8_t]] gid           # per terminal: byte -> its group
+    cdef vector[vector[int32_t]] lane_off      # per terminal, per lane: offset in pcs (-1: not plain)
+    cdef vector[vector[int32_t]] lane_len
+    cdef vector[int32_t] pcs
+    cdef vector[vector[int32_t]] memo          # per terminal: (lane * ng + group) * 2 -> sid, cond
+    cdef vector[unordered_map[string, int32_t]] lane_ids  # per terminal: packed pcs -> plain lane
+    cdef vector[int32_t] js_off, js_len, js_pairs  # joint states: (terminal, lane) pairs
+    cdef unordered_map[string, int32_t] js_ids
+    cdef unordered_map[int32_t, int32_t] cl_off   # closure from a pc (plain): offset in cl, -1: not plain
+    cdef vector[int32_t] cl                    # closures: length, then pcs (-1: a match end)
+    cdef unordered_map[string, int32_t] conds  # terminal + the pcs ahead of a match end -> its condition
+
+    def __init__(self, lexer):
+        cdef Py_ssize_t t, b, n = len(lexer._gid)
+        cdef tuple g
+        self.ng.resize(n)
+        self.gid.resize(n)
+        self.lane_off.resize(n)
+        self.lane_len.resize(n)
+        self.memo.resize(n)
+        self.lane_ids.resize(n)
+        for t in range(n):
+            g = <tuple?>lexer._gid[t]
+            self.ng[t] = len(<tuple?>lexer._grep[t])
+            self.gid[t].resize(256)
+            for b in range(256):
+                self.gid[t][b] = <uint8_t>(<int>g[b])
+
+    cdef void sync_lanes(self, _Tables z, int t) except *:
+        """Mirror terminal ``t``'s lanes the lexer interned since the last call."""
+        cdef list lanes = <list?>z.ts[t]
+        cdef Py_ssize_t ts, k, n = len(lanes), ng = self.ng[t]
+        cdef tuple lane, entries, e
+        cdef bint plain
+        cdef int32_t off
+        for ts in range(self.lane_off[t].size(), n):
+            lane = <tuple?>lanes[ts]
+            entries = <tuple?>lane[0]
+            plain = lane[1] is None
+            if plain:
+                for e in entries:
+                    if <int>e[0] < 0 or <int>e[1] != 0:
+                        plain = False
+                        break
+            if plain:
+                off = self.pcs.size()
+                for e in entries:
+                    self.pcs.push_back(<int>e[0])
+                self.lane_off[t].push_back(off)
+                self.lane_len[t].push_back(len(entries))
+                self.lane_ids[t][_packed(self.pcs.data() + off, len(entries))] = ts
+            else:
+                self.lane_off[t].push_back(-1)
+                self.lane_len[t].push_back(0)
+            self.memo[t].resize((ts + 1) * ng * 2, INT32_MIN)
+
+    cdef void sync_joint(self, _Tables z) except *:
+        """Mirror the joint states the lexer interned since the last call."""
+        cdef list js = z.js
+        cdef Py_ssize_t q, n = len(js)
+        cdef tuple lanes, pair
+        cdef int32_t off
+        for q in range(self.js_off.size(), n):
+            lanes = <tuple?>js[q]
+            off = self.js_pairs.size()
+            for pair in lanes:
+                self.js_pairs.push_back(<int>pair[0])
+                self.js_pairs.push_back(<int>pair[1])
+            self.js_off.push_back(off)
+            self.js_len.push_back(len(lanes))
+            self.js_ids[_packed(self.js_pairs.data() + off, 2 * len(lanes))] = q
+
+    cdef int32_t closure_of(self, object lexer, _Tables z, int nxt) except -2:
+        """Offset in :attr:`cl` of the closure from ``nxt`` under no condition, or -1 when a path
+        of it passes a lookahead (then the lane step is the lexer's)."""
+        cdef unordered_map[int32_t, int32_t].iterator it = self.cl_off.find(nxt)
+        if it != self.cl_off.end():
+            return dereference(it).second
+        cl = z.closures.get((nxt, _EMPTY_CS, None))
+        if cl is None:
+            cl = _closure(lexer, z.closures, nxt, _EMPTY_CS, None)
+        cdef int32_t off = self.cl.size()
+        cdef tuple qe
+        for qe in <tuple?>cl:
+            if <int>qe[1] != _EMPTY_CS:
+                self.cl.resize(off)
+                self.cl_off[nxt] = -1
+                return -1
+        self.cl.push_back(len(<tuple?>cl))
+        for qe in <tuple?>cl:
+            self.cl.push_back(<int>qe[0])
+        self.cl_off[nxt] = off
+        return off
+
+    cdef int step_lane(self, object lexer, _Tables z, int t, int ts, int byte, int32_t* out) except -1:
+        """Plain lane ``ts`` of ``t`` after ``byte``: ``out = (lane or -1, condition of its match
+        end or -1)``, memoized; returns 1 when the step is not plain (a closure through a
+        lookahead: the caller asks :func:`_lane_step`). The algorithm of :func:`_lane_step` for a
+        lane whose entries carry no conditions: the first match end cuts the rest."""
+        cdef Py_ssize_t slot = ((<Py_ssize_t>ts) * self.ng[t] + self.gid[t][byte]) * 2
+        cdef int32_t* m = self.memo[t].data() + slot
+        if m[0] != INT32_MIN:
+            out[0] = m[0]
+            out[1] = m[1]
+            return 0
+        cdef vector[int32_t] entries
+        cdef int32_t off = self.lane_off[t][ts]
+        entries.assign(self.pcs.data() + off, self.pcs.data() + off + self.lane_len[t][ts])
+        cdef vector[int32_t] new
+        cdef int32_t cond = -1, c, q, k, j, n_cl
+        cdef object prog = z.prog
+        cdef int nxt
+        cdef Py_ssize_t i
+        cdef bint cut = False, dup
+        for k in range(<int32_t>entries.size()):
+            nxt = _advance_int(prog, entries[k], byte)
+            if nxt < 0:
+                continue
+            c = self.closure_of(lexer, z, nxt)
+            if c < 0:
+                return 1
+            n_cl = self.cl[c]
+            for j in range(n_cl):
+                q = self.cl[c + 1 + j]
+                if q == -1:
+                    cond = self.cond_ahead(lexer, z, t, new)
+                    if cond == _FALSE:
+                        cond = -1
+                    cut = True
+                    break
+                dup = False
+                for i in range(<Py_ssize_t>new.size()):
+                    if new[i] == q:
+                        dup = True
+                        break
+                if not dup:
+                    new.push_back(q)
+            if cut:
+                break
+        cdef int32_t sid = -1
+        cdef unordered_map[string, int32_t].iterator it
+        cdef string key
+        if new.size():
+            key = _packed(new.data(), new.size())
+            it = self.lane_ids[t].find(key)
+            if it != self.lane_ids[t].end():
+                sid = dereference(it).second
+            else:
+                sid = _intern_lane(lexer, z, <dict?>z.ts_ids[t], t,
+                                   tuple([(x, 0) for x in new]))
+                self.sync_lanes(z, t)
+        m = self.memo[t].data() + slot  # (the memo grew when lanes were mirrored)
+        m[0] = sid
+        m[1] = cond
+        out[0] = sid
+        out[1] = cond
+        _transition_added(lexer)
+        return 0
+
+    cdef int32_t cond_ahead(self, object lexer, _Tables z, int t, vector[int32_t]& ahead) except -2:
+        """The condition of a match end of ``t`` with the plain entries ``ahead`` of it:
+        ``TRUE`` with none, else the lexer's (``"every entry ahead fails"``, interned once)."""
+        if ahead.size() == 0:
+            return 0
+        cdef vector[int32_t] key_pcs
+        key_pcs.push_back(t)
+        key_pcs.insert(key_pcs.end(), ahead.begin(), ahead.end())
+        cdef string key = _packed(key_pcs.data(), key_pcs.size())
+        cdef unordered_map[string, int32_t].iterator it = self.conds.find(key)
+        if it != self.conds.end():
+            return dereference(it).second
+        cdef list new = [(x, 0) for x in ahead]
+        cid = z.cond_ids.get((t, None, frozenset(new), _EMPTY_CS))
+        if cid is None:
+            cid = lexer._make_cond(t, None, new, _EMPTY_CS)
+        self.conds[key] = <int32_t>cid
+        return <int32_t>cid
+
+
+def step_plain(lexer, int state, int byte):
+    """``Lexer.step(state, byte)`` — the same next state and events — with the plain lanes
+    stepped natively (:class:`_Plain`) and the others by :func:`_lane_step`; the joint state is
+    not memoized here (the dynamic engine's :class:`~glrmask_ext.runtime.LazyLexer` asks for each
+    once) and the lexer's own joint memo row is left as it is."""
+    if state < 0:
+        return -1, ()
+    if not 0 <= byte < 256:
+        raise ValueError("not a byte")
+    cdef _Tables z = _tables(lexer)
+    cdef _Plain nv = z.plain
+    if nv is None:
+        nv = z.plain = _Plain(lexer)
+    if state >= <int>nv.js_off.size():
+        nv.sync_joint(z)
+        if state >= <int>nv.js_off.size():
+            raise IndexError("lexer state out of range")
+    cdef vector[int32_t] lanes
+    cdef int32_t off = nv.js_off[state]
+    lanes.assign(nv.js_pairs.data() + off, nv.js_pairs.data() + off + 2 * nv.js_len[state])
+    cdef vector[int32_t] nxt
+    cdef list events = None
+    cdef int32_t res[2]
+    cdef int t, ts, i
+    cdef tuple lane_res
+    for i in range(<int>lanes.size() // 2):
+        t = lanes[2 * i]
+        ts = lanes[2 * i + 1]
+        if ts >= <int>nv.lane_off[t].size():
+            nv.sync_lanes(z, t)
+        if nv.lane_off[t][ts] < 0 or nv.step_lane(lexer, z, t, ts, byte, res):
+            lane_res = <tuple?>_lane_step(lexer, z, t, ts, byte)
+            res[0] = lane_res[0]
+            if lane_res[1]:
+                if events is None:
+                    events = []
+                events.extend(<tuple?>lane_res[1])
+        elif res[1] >= 0:
+            if events is None:
+                events = []
+            events.append((t, res[1]))
+        if res[0] >= 0:
+            nxt.push_back(t)
+            nxt.push_back(res[0])
+    cdef tuple evs = () if events is None else tuple(events)
+    _transition_added(lexer)
+    if not nxt.size():
+        return -1, evs
+    cdef string key = _packed(nxt.data(), nxt.size())
+    cdef unordered_map[string, int32_t].iterator it = nv.js_ids.find(key)
+    if it == nv.js_ids.end():
+        nv.sync_joint(z)
+        it = nv.js_ids.find(key)
+    if it != nv.js_ids.end():
+        return dereference(it).second, evs
+    q2 = _intern_joint(lexer, z, tuple([(nxt[2 * i], nxt[2 * i + 1]) for i in range(<int>nxt.size() // 2)]))
+    nv.sync_joint(z)
+    return q2, evs

@@ -1215,6 +1215,23 @@ cdef _ProgView _prog_view(object prog):
     return v
 
 
+cdef int advance_int(object prog, Py_ssize_t pc, int byte) except -3:
+    """:func:`advance` as a C int, a CHAR instruction whose class row already answers the byte
+    read without a Python object (the lazy lexer's native lane steps: ``glrmask_ext.lazy_step``)."""
+    cdef _ProgView v = _prog_view(prog)
+    cdef int cls
+    cdef int32_t first
+    if 0 <= pc < Py_SIZE(v.kind) and 0 <= byte < 256 and v.kind.data.as_uchars[pc] == _CHAR_K:
+        cls = v.A.data.as_ints[pc]
+        if 0 <= cls < v.n_first:
+            first = v.first_step[cls * 256 + byte]
+            if first == _CLS_DEAD:
+                return -1
+            if first == _CLS_FINAL:
+                return v.B.data.as_ints[pc]
+    return advance(prog, pc, byte)
+
+
 cpdef object advance(object prog, Py_ssize_t pc, int byte):
     """``glrmask.lexer.program.Program.advance`` (MIDs interned in the same ``_mid_ids``, a MID's
     step memoized in the same ``_advanced`` dict): the program's arrays read in C, a CHAR's step

@@ -24,6 +24,11 @@ from glrmask.lexer import Lexer
 from glrmask.lexer import lexer as lexer_module
 from glrmask.lexer.dfa import LexerDFA
 
+try:
+    from glrmask_ext import lazy_step
+except ImportError:  # pragma: no cover - skipped below
+    lazy_step = None
+
 ROOT = Path(__file__).resolve().parents[1]
 GRAMMAR_FILES = sorted((ROOT / "grammars").glob("*.lark"))
 SAMPLE = ROOT / "tests" / "data" / "jsonschema" / "maskbench_sample.jsonl"
@@ -44,15 +49,16 @@ LOOKAROUNDS = [
 ]
 
 
-def walk(lexer: Lexer, texts: list[bytes], seed: int, n_random: int) -> list:
+def walk(lexer: Lexer, texts: list[bytes], seed: int, n_random: int, step=None) -> list:
     """Every answer of a fixed sequence of calls: each text scanned from the initial state
     (again from it after a dead end), then ``n_random`` bytes of a random walk over the byte
-    classes, with ``row``, ``has_future``, ``cond_step`` and ``cond_satisfiable`` mixed in."""
+    classes, with ``row``, ``has_future``, ``cond_step`` and ``cond_satisfiable`` mixed in;
+    ``step(lexer, state, byte)`` in place of ``lexer.step``."""
     rng = random.Random(seed)
     out: list = []
 
     def feed(state: int, byte: int) -> int:
-        nxt, events = lexer.step(state, byte)
+        nxt, events = lexer.step(state, byte) if step is None else step(lexer, state, byte)
         out.append((state, byte, nxt, events))
         for term, cond in events:
             if cond >= 2 and rng.random() < 0.3:
@@ -84,9 +90,9 @@ def interned(lexer: Lexer) -> tuple:
     return lexer.n_states, lexer.n_lane_states, lexer.n_conds, lanes
 
 
-def assert_native_like_python(terminals, monkeypatch, texts=(), seed=0, n_random=3000) -> None:
+def assert_native_like_python(terminals, monkeypatch, texts=(), seed=0, n_random=3000, step=None) -> None:
     native_lexer = Lexer(terminals)
-    native = walk(native_lexer, list(texts), seed, n_random)
+    native = walk(native_lexer, list(texts), seed, n_random, step)
     with monkeypatch.context() as m:
         for name, method in lexer_module.PYTHON_STEPPING.items():
             m.setattr(Lexer, name, method)
@@ -128,6 +134,47 @@ def test_json_schema_lexers_replaying_their_documents_step_alike_natively(monkey
             continue
         texts = [json.dumps(t["data"], ensure_ascii=False).encode() for t in rec.get("tests", [])]
         assert_native_like_python(terminals, monkeypatch, texts, seed=i, n_random=1000)
+
+
+@pytest.mark.parametrize("path", GRAMMAR_FILES[:6], ids=lambda p: p.name)
+def test_shipped_grammars_step_alike_with_native_plain_lanes(path, monkeypatch):
+    g = normalize(load_grammar(str(path)))
+    assert_native_like_python([(t.name, t.pattern) for t in g.terminals.values()], monkeypatch,
+                              step=lazy_step.step_plain)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_lookarounds_step_alike_with_native_plain_lanes(seed, monkeypatch):
+    texts = [b'"name" "na" "ident" "id" "x\\"y" 12.5e+3 -0 01', b"xyyyz xyz ab abbbc abd abde qa qr <a>b> ababac abbcd",
+             "w\u00f6rd ab_c9 \u00e9\u20ac".encode()]
+    assert_native_like_python(LOOKAROUNDS, monkeypatch, texts, seed=seed, step=lazy_step.step_plain)
+
+
+def test_json_schema_lexers_step_alike_with_native_plain_lanes(monkeypatch):
+    for i, line in enumerate(SAMPLE.read_text(encoding="utf-8").splitlines()[:8]):
+        rec = json.loads(line)
+        try:
+            terminals = schema_terminals(rec["schema"])
+        except GlrmaskError:
+            continue
+        texts = [json.dumps(t["data"], ensure_ascii=False).encode() for t in rec.get("tests", [])]
+        assert_native_like_python(terminals, monkeypatch, texts, seed=i, n_random=1000, step=lazy_step.step_plain)
+
+
+def test_the_state_budget_ends_the_native_plain_step_at_the_same_call(monkeypatch):
+    terminals = [("STR", r'"[a-z]{0,40}"'), ("NUM", r"[0-9]+")]
+
+    def run(step) -> tuple:
+        lexer = Lexer(terminals, max_states=30)
+        answers = []
+        with pytest.raises(GrammarTooComplex) as err:
+            state = lexer.initial
+            for byte in b'"' + b"abcdefghij" * 5 + b'"':
+                state, events = step(lexer, state, byte)
+                answers.append((state, events))
+        return answers, str(err.value)
+
+    assert run(lazy_step.step_plain) == run(Lexer.step)
 
 
 def test_the_state_budget_ends_both_steps_at_the_same_call(monkeypatch):

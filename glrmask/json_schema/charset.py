@@ -165,6 +165,20 @@ def encode_class(ivs: Intervals) -> str | None:
     raw = intersect(ivs, RAW_OK)
     if raw:
         alts.append(class_regex(raw))
+    esc = encode_escape(ivs)
+    if esc is not None:
+        alts.append('\\\\' + esc)
+    if not alts:  # only lone surrogates: no character here
+        return None
+    return _alt(alts)
+
+
+@lru_cache(maxsize=4096)
+def encode_escape(ivs: Intervals) -> str | None:
+    """Regex for what follows the backslash of every escape that spells a character of `ivs`
+    (normalized intervals), or None when none does. Escapes are self-delimiting (a ``\\u`` takes
+    four hex digits, a high surrogate's its low one), so a lookahead on this regex tells exactly
+    whether the escape ahead spells a character of `ivs` (:func:`encode_string_except`)."""
     esc_alts: list[str] = []
     shorts = [SHORT_ESCAPES[cp] for cp in sorted(SHORT_ESCAPES) if contains(ivs, cp)]
     letters = ''.join(s for s in shorts if len(s) == 1)
@@ -184,11 +198,7 @@ def encode_class(ivs: Intervals) -> str | None:
     for lo, hi in astral:
         for pair in _surrogate_pairs(lo, hi):
             esc_alts.append(pair)
-    if esc_alts:
-        alts.append('\\\\' + _alt(esc_alts))
-    if not alts:  # only lone surrogates: no character here
-        return None
-    return _alt(alts)
+    return _alt(esc_alts) if esc_alts else None
 
 
 def _surrogate_pairs(lo: int, hi: int) -> list[str]:
@@ -242,3 +252,103 @@ _NOTHING = '(?!)'
 
 _CHAR_REGEX: dict[str, str | None] = {}
 _UNSEEN = object()
+
+
+MAX_EXCEPT_NAME = 256
+"""Longest decoded name :func:`encode_string_except` spells out (its regex nests one group per
+character of the longest name)."""
+
+_LOW: Intervals = ((0, 0xFF),)
+"""The characters a short escape or a ``\\u00hh`` spells (and no other escape does)."""
+
+
+def encode_string_except(names: Iterable[str]) -> str | None:
+    """Regex over JSON string *content* matching every encoded string whose decoded value is none
+    of ``names`` — an object's other keys — without a lookahead.
+
+    Why. Spelled as ``(?!(?:name1|name2|…)")(?:ANY_CHAR)*``, each byte of a key steps a lookahead
+    instance through every spelling of every name, and the lexer interns a lookahead state per
+    prefix: the first key position of such an object was the most expensive mask of a dynamic
+    start (~1,300 lexer steps through lookahead states, none of them on the lexer's native path,
+    and every live key a future search). Over the trie of the names the same set is regular: the
+    strings that stop inside the trie at a node that ends no name (``N``), and those that leave
+    it — down the trie, then a character the node has no child for — and go on with anything
+    (``X ANY*``). Each decoded character goes down exactly one branch, so the language is
+    exactly the old one. The character that leaves is a raw one outside the node's children, or
+    an escape of one: the escapes of characters up to U+00FF per node, and the longer ones
+    (``\\u0100`` and up, surrogate pairs) once for every node whose children are all below
+    U+0100 — they spell none of them — so the regex grows by a few dozen characters per node of
+    the trie, not by the whole escape syntax. Returns None when a name is longer than
+    :data:`MAX_EXCEPT_NAME` (the caller keeps the lookahead)."""
+    root: dict = {}
+    for name in names:
+        if len(name) > MAX_EXCEPT_NAME:
+            return None
+        if any(SURR_LO <= ord(c) <= SURR_HI for c in name):
+            continue  # a lone surrogate: no JSON text decodes to this name, nothing to exclude
+        node = root
+        for c in name:
+            node = node.setdefault(ord(c), {})
+        node[-1] = True  # a name ends here
+    if not root:
+        return '(?:' + ANY_CHAR + ')*'
+
+    n = _stop(root)
+    x = [r for r in (_leave(root), _leave_long(root)) if r is not None]
+    if len(x) == 2:
+        x[1] = _group(x[1]) + encode_escape(complement(_LOW))
+    x = _alt(x) + '(?:' + ANY_CHAR + ')*' if x else None
+    if x is None:
+        return _NOTHING if n is None else n
+    if n is None:
+        return x
+    return _group(x) + '?' if n == '' else _alt([n, x])
+
+
+# (the trie walks of encode_string_except: module functions, so that a lowering leaves no cycles
+# of closures behind)
+def _kids(node: dict) -> Intervals:
+    return normalize((k, k) for k in node if k >= 0)
+
+
+def _low(node: dict) -> bool:
+    return not intersect(_kids(node), ((0x100, MAX_CP),))
+
+
+def _down(node: dict, here: list[str], rest) -> str | None:
+    """``here`` (the alternatives at ``node``), then each child's unit followed by what ``rest``
+    makes of the child (children it makes nothing of left out)."""
+    alts = list(here)
+    for cp in sorted(k for k in node if k >= 0):
+        tail = rest(node[cp])
+        if tail is not None:
+            alts.append(encode_class(((cp, cp),)) + tail)
+    return _alt(alts) if alts else None
+
+
+def _stop(node: dict) -> str | None:
+    """N: a prefix of the trie that ends no name ('' for the empty string alone)."""
+    alts = _down(node, [], _stop)
+    if -1 in node:
+        return alts
+    return '' if alts is None else _group(alts) + '?'
+
+
+def _leave(node: dict) -> str | None:
+    """Down the trie, then a character the node has no child for (but an escape from U+0100 up,
+    where the node's children are all below it: :func:`_leave_long`)."""
+    others = complement(_kids(node))
+    raw = intersect(others, RAW_OK)
+    esc = encode_escape(intersect(others, _LOW) if _low(node) else others)
+    here = ([class_regex(raw)] if raw else []) + ([] if esc is None else ['\\\\' + esc])
+    return _down(node, here, _leave)
+
+
+def _leave_long(node: dict) -> str | None:
+    """Down the trie, then the backslash of an escape from U+0100 up (its body follows, once)."""
+    return _down(node, ['\\\\'] if _low(node) else [], _leave_long)
+
+
+def _group(r: str) -> str:
+    """``r`` as one regex atom: a suffix (``?``, a continuation) applies to all of it."""
+    return '(?:' + r + ')'

@@ -15,7 +15,8 @@ missed, :meth:`LexerExplorer.explore` computes those entries with the lazy lexer
 lock per mask, held only while exploring — the requests' own steps never take it) and the step
 runs again. The native side hands over each missing entry once, and the lexer's hot steps and
 the explore loop run in C (``glrmask_ext.lazy_step``, ``glrmask_ext.lazy_explore``: the same
-algorithms over the same Python tables, so the same states and masks). Exploration is monotone, so after the first masks of a grammar nearly every step
+algorithms over the same Python tables, so the same states and masks; the lanes with no lookahead
+— JSON keys and strings — are stepped on a native mirror of those tables, ``step_plain``). Exploration is monotone, so after the first masks of a grammar nearly every step
 is native end to end.
 """
 from __future__ import annotations
