@@ -259,6 +259,9 @@ MAX_EXCEPT_NAME = 256
 character of the longest name)."""
 
 _LOW: Intervals = ((0, 0xFF),)
+_ASCII: Intervals = ((0, 0x7F),)
+_ABOVE_ASCII: Intervals = ((0x80, MAX_CP),)
+_ABOVE_LOW: Intervals = ((0x100, MAX_CP),)
 """The characters a short escape or a ``\\u00hh`` spells (and no other escape does)."""
 
 
@@ -312,7 +315,7 @@ def _kids(node: dict) -> Intervals:
 
 
 def _low(node: dict) -> bool:
-    return not intersect(_kids(node), ((0x100, MAX_CP),))
+    return not intersect(_kids(node), _ABOVE_LOW)
 
 
 def _down(node: dict, here: list[str], rest) -> str | None:
@@ -337,11 +340,19 @@ def _stop(node: dict) -> str | None:
 def _leave(node: dict) -> str | None:
     """Down the trie, then a character the node has no child for (but an escape from U+0100 up,
     where the node's children are all below it: :func:`_leave_long`)."""
-    others = complement(_kids(node))
-    raw = intersect(others, RAW_OK)
-    esc = encode_escape(intersect(others, _LOW) if _low(node) else others)
-    here = ([class_regex(raw)] if raw else []) + ([] if esc is None else ['\\\\' + esc])
-    return _down(node, here, _leave)
+    return _down(node, _leaving(_kids(node)), _leave)
+
+
+@lru_cache(maxsize=4096)
+def _leaving(kids: Intervals) -> list[str]:
+    """The units that leave a node with children ``kids`` (a single character, in most nodes:
+    the same few sets recur all over a trie). The raw characters are an ASCII class and one
+    above it: with ASCII children, the one above is the same set at every node — one class for
+    the lexer to decode UTF-8 through, not one per node (each costs its construction ~7 ms)."""
+    others = complement(kids)
+    raw = [r for r in (intersect(intersect(others, RAW_OK), part) for part in (_ASCII, _ABOVE_ASCII)) if r]
+    esc = encode_escape(intersect(others, _LOW) if not intersect(kids, _ABOVE_LOW) else others)
+    return [class_regex(r) for r in raw] + ([] if esc is None else ['\\\\' + esc])
 
 
 def _leave_long(node: dict) -> str | None:
