@@ -165,20 +165,6 @@ def encode_class(ivs: Intervals) -> str | None:
     raw = intersect(ivs, RAW_OK)
     if raw:
         alts.append(class_regex(raw))
-    esc = encode_escape(ivs)
-    if esc is not None:
-        alts.append('\\\\' + esc)
-    if not alts:  # only lone surrogates: no character here
-        return None
-    return _alt(alts)
-
-
-@lru_cache(maxsize=4096)
-def encode_escape(ivs: Intervals) -> str | None:
-    """Regex for what follows the backslash of every escape that spells a character of `ivs`
-    (normalized intervals), or None when none does. Escapes are self-delimiting (a ``\\u`` takes
-    four hex digits, a high surrogate's its low one), so a lookahead on this regex tells exactly
-    whether the escape ahead spells a character of `ivs` (:func:`encode_string_except`)."""
     esc_alts: list[str] = []
     shorts = [SHORT_ESCAPES[cp] for cp in sorted(SHORT_ESCAPES) if contains(ivs, cp)]
     letters = ''.join(s for s in shorts if len(s) == 1)
@@ -198,7 +184,11 @@ def encode_escape(ivs: Intervals) -> str | None:
     for lo, hi in astral:
         for pair in _surrogate_pairs(lo, hi):
             esc_alts.append(pair)
-    return _alt(esc_alts) if esc_alts else None
+    if esc_alts:
+        alts.append('\\\\' + _alt(esc_alts))
+    if not alts:  # only lone surrogates: no character here
+        return None
+    return _alt(alts)
 
 
 def _surrogate_pairs(lo: int, hi: int) -> list[str]:
@@ -252,114 +242,3 @@ _NOTHING = '(?!)'
 
 _CHAR_REGEX: dict[str, str | None] = {}
 _UNSEEN = object()
-
-
-MAX_EXCEPT_NAME = 256
-"""Longest decoded name :func:`encode_string_except` spells out (its regex nests one group per
-character of the longest name)."""
-
-_LOW: Intervals = ((0, 0xFF),)
-_ASCII: Intervals = ((0, 0x7F),)
-_ABOVE_ASCII: Intervals = ((0x80, MAX_CP),)
-_ABOVE_LOW: Intervals = ((0x100, MAX_CP),)
-"""The characters a short escape or a ``\\u00hh`` spells (and no other escape does)."""
-
-
-def encode_string_except(names: Iterable[str]) -> str | None:
-    """Regex over JSON string *content* matching every encoded string whose decoded value is none
-    of ``names`` — an object's other keys — without a lookahead.
-
-    Why. Spelled as ``(?!(?:name1|name2|…)")(?:ANY_CHAR)*``, each byte of a key steps a lookahead
-    instance through every spelling of every name, and the lexer interns a lookahead state per
-    prefix: the first key position of such an object was the most expensive mask of a dynamic
-    start (~1,300 lexer steps through lookahead states, none of them on the lexer's native path,
-    and every live key a future search). Over the trie of the names the same set is regular: the
-    strings that stop inside the trie at a node that ends no name (``N``), and those that leave
-    it — down the trie, then a character the node has no child for — and go on with anything
-    (``X ANY*``). Each decoded character goes down exactly one branch, so the language is
-    exactly the old one. The character that leaves is a raw one outside the node's children, or
-    an escape of one: the escapes of characters up to U+00FF per node, and the longer ones
-    (``\\u0100`` and up, surrogate pairs) once for every node whose children are all below
-    U+0100 — they spell none of them — so the regex grows by a few dozen characters per node of
-    the trie, not by the whole escape syntax. Returns None when a name is longer than
-    :data:`MAX_EXCEPT_NAME` (the caller keeps the lookahead)."""
-    root: dict = {}
-    for name in names:
-        if len(name) > MAX_EXCEPT_NAME:
-            return None
-        if any(SURR_LO <= ord(c) <= SURR_HI for c in name):
-            continue  # a lone surrogate: no JSON text decodes to this name, nothing to exclude
-        node = root
-        for c in name:
-            node = node.setdefault(ord(c), {})
-        node[-1] = True  # a name ends here
-    if not root:
-        return '(?:' + ANY_CHAR + ')*'
-
-    n = _stop(root)
-    x = [r for r in (_leave(root), _leave_long(root)) if r is not None]
-    if len(x) == 2:
-        x[1] = _group(x[1]) + encode_escape(complement(_LOW))
-    x = _alt(x) + '(?:' + ANY_CHAR + ')*' if x else None
-    if x is None:
-        return _NOTHING if n is None else n
-    if n is None:
-        return x
-    return _group(x) + '?' if n == '' else _alt([n, x])
-
-
-# (the trie walks of encode_string_except: module functions, so that a lowering leaves no cycles
-# of closures behind)
-def _kids(node: dict) -> Intervals:
-    return normalize((k, k) for k in node if k >= 0)
-
-
-def _low(node: dict) -> bool:
-    return not intersect(_kids(node), _ABOVE_LOW)
-
-
-def _down(node: dict, here: list[str], rest) -> str | None:
-    """``here`` (the alternatives at ``node``), then each child's unit followed by what ``rest``
-    makes of the child (children it makes nothing of left out)."""
-    alts = list(here)
-    for cp in sorted(k for k in node if k >= 0):
-        tail = rest(node[cp])
-        if tail is not None:
-            alts.append(encode_class(((cp, cp),)) + tail)
-    return _alt(alts) if alts else None
-
-
-def _stop(node: dict) -> str | None:
-    """N: a prefix of the trie that ends no name ('' for the empty string alone)."""
-    alts = _down(node, [], _stop)
-    if -1 in node:
-        return alts
-    return '' if alts is None else _group(alts) + '?'
-
-
-def _leave(node: dict) -> str | None:
-    """Down the trie, then a character the node has no child for (but an escape from U+0100 up,
-    where the node's children are all below it: :func:`_leave_long`)."""
-    return _down(node, _leaving(_kids(node)), _leave)
-
-
-@lru_cache(maxsize=4096)
-def _leaving(kids: Intervals) -> list[str]:
-    """The units that leave a node with children ``kids`` (a single character, in most nodes:
-    the same few sets recur all over a trie). The raw characters are an ASCII class and one
-    above it: with ASCII children, the one above is the same set at every node — one class for
-    the lexer to decode UTF-8 through, not one per node (each costs its construction ~7 ms)."""
-    others = complement(kids)
-    raw = [r for r in (intersect(intersect(others, RAW_OK), part) for part in (_ASCII, _ABOVE_ASCII)) if r]
-    esc = encode_escape(intersect(others, _LOW) if not intersect(kids, _ABOVE_LOW) else others)
-    return [class_regex(r) for r in raw] + ([] if esc is None else ['\\\\' + esc])
-
-
-def _leave_long(node: dict) -> str | None:
-    """Down the trie, then the backslash of an escape from U+0100 up (its body follows, once)."""
-    return _down(node, ['\\\\'] if _low(node) else [], _leave_long)
-
-
-def _group(r: str) -> str:
-    """``r`` as one regex atom: a suffix (``?``, a continuation) applies to all of it."""
-    return '(?:' + r + ')'

@@ -1392,14 +1392,10 @@ class Lowerer:
         excl = ''
         if names:
             excl = '(?!(?:' + '|'.join([cs.encode_string_literal(k) for k in names]) + ')\\x22)'
-        # any key but the declared ones, without a lookahead where it can be spelled so
-        other_keys = cs.encode_string_except(names)
-        if other_keys is None:
-            other_keys = excl + '(?:' + cs.ANY_CHAR + ')*'
         if not layers:
             # (what the general case below makes of no layer: one region, of every other key, whose
             # value is any value)
-            key_term = self.g.terminal('\\x22' + other_keys + '\\x22', 'AKEY')
+            key_term = self.g.terminal('\\x22' + excl + '(?:' + cs.ANY_CHAR + ')*' + '\\x22', 'AKEY')
             return [[key_term] + self.colon() + [self.lower(True, _ptr_join(ptr, 'additionalProperties'), d1)]]
         key_looks = ''.join('(?=' + kr + ')' for _pp, _addl, kr in layers if kr is not None)
         classes: list[tuple[int, Any, list[str], str, list[str]]] = []
@@ -1437,11 +1433,8 @@ class Lowerer:
             # exclude the other classes a key of this region could still match
             others = [i for i in range(n) if i not in region and all(overlap[i][j] for j in region)]
             neg = ''.join('(?!' + _alt_regex(classes[i][2]) + '\\x22)' for i in others)
-            if pos:
-                body = excl + ''.join('(?=' + p + '\\x22)' for p in pos[:-1]) + neg + pos[-1]
-            else:
-                body = excl + neg + any_char if neg else other_keys
-            key_term = self.g.terminal(key_looks + '\\x22' + body + '\\x22', 'PKEY' if pos else 'AKEY')
+            body = (''.join('(?=' + p + '\\x22)' for p in pos[:-1]) + neg + pos[-1]) if pos else neg + any_char
+            key_term = self.g.terminal(key_looks + '\\x22' + excl + body + '\\x22', 'PKEY' if pos else 'AKEY')
             vptr = classes[region[0]][3] if region else _ptr_join(ptr, 'additionalProperties')
             out.append([key_term] + self.colon() + [self.lower(value, vptr, d1)])
         return out
