@@ -112,20 +112,27 @@ def test_the_native_steps_are_installed():
         assert getattr(Lexer, name) is not method
 
 
+# ``Lexer.step``, and ``step_plain`` (the lanes with no lookahead on native tables, the explorer's)
+STEPS = pytest.mark.parametrize("step", [None, lazy_step and lazy_step.step_plain], ids=["step", "step_plain"])
+
+
+@STEPS
 @pytest.mark.parametrize("path", GRAMMAR_FILES, ids=lambda p: p.name)
-def test_shipped_grammars_step_alike_natively(path, monkeypatch):
+def test_shipped_grammars_step_alike_natively(path, step, monkeypatch):
     g = normalize(load_grammar(str(path)))
-    assert_native_like_python([(t.name, t.pattern) for t in g.terminals.values()], monkeypatch)
+    assert_native_like_python([(t.name, t.pattern) for t in g.terminals.values()], monkeypatch, step=step)
 
 
+@STEPS
 @pytest.mark.parametrize("seed", range(4))
-def test_lookarounds_lookbehinds_and_boundaries_step_alike_natively(seed, monkeypatch):
+def test_lookarounds_lookbehinds_and_boundaries_step_alike_natively(seed, step, monkeypatch):
     texts = [b'"name" "na" "ident" "id" "x\\"y" 12.5e+3 -0 01', b"xyyyz xyz ab abbbc abd abde qa qr <a>b> ababac abbcd",
              "wörd ab_c9 \u00e9\u20ac".encode()]
-    assert_native_like_python(LOOKAROUNDS, monkeypatch, texts, seed=seed)
+    assert_native_like_python(LOOKAROUNDS, monkeypatch, texts, seed=seed, step=step)
 
 
-def test_json_schema_lexers_replaying_their_documents_step_alike_natively(monkeypatch):
+@STEPS
+def test_json_schema_lexers_replaying_their_documents_step_alike_natively(step, monkeypatch):
     for i, line in enumerate(SAMPLE.read_text(encoding="utf-8").splitlines()[:12]):
         rec = json.loads(line)
         try:
@@ -133,32 +140,7 @@ def test_json_schema_lexers_replaying_their_documents_step_alike_natively(monkey
         except GlrmaskError:
             continue
         texts = [json.dumps(t["data"], ensure_ascii=False).encode() for t in rec.get("tests", [])]
-        assert_native_like_python(terminals, monkeypatch, texts, seed=i, n_random=1000)
-
-
-@pytest.mark.parametrize("path", GRAMMAR_FILES[:6], ids=lambda p: p.name)
-def test_shipped_grammars_step_alike_with_native_plain_lanes(path, monkeypatch):
-    g = normalize(load_grammar(str(path)))
-    assert_native_like_python([(t.name, t.pattern) for t in g.terminals.values()], monkeypatch,
-                              step=lazy_step.step_plain)
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_lookarounds_step_alike_with_native_plain_lanes(seed, monkeypatch):
-    texts = [b'"name" "na" "ident" "id" "x\\"y" 12.5e+3 -0 01', b"xyyyz xyz ab abbbc abd abde qa qr <a>b> ababac abbcd",
-             "w\u00f6rd ab_c9 \u00e9\u20ac".encode()]
-    assert_native_like_python(LOOKAROUNDS, monkeypatch, texts, seed=seed, step=lazy_step.step_plain)
-
-
-def test_json_schema_lexers_step_alike_with_native_plain_lanes(monkeypatch):
-    for i, line in enumerate(SAMPLE.read_text(encoding="utf-8").splitlines()[:8]):
-        rec = json.loads(line)
-        try:
-            terminals = schema_terminals(rec["schema"])
-        except GlrmaskError:
-            continue
-        texts = [json.dumps(t["data"], ensure_ascii=False).encode() for t in rec.get("tests", [])]
-        assert_native_like_python(terminals, monkeypatch, texts, seed=i, n_random=1000, step=lazy_step.step_plain)
+        assert_native_like_python(terminals, monkeypatch, texts, seed=i, n_random=1000, step=step)
 
 
 def test_the_state_budget_ends_the_native_plain_step_at_the_same_call(monkeypatch):
