@@ -688,7 +688,7 @@ cdef class _Plain:
     cdef void sync_lanes(self, _Tables z, int t) except *:
         """Mirror terminal ``t``'s lanes the lexer interned since the last call."""
         cdef list lanes = <list?>z.ts[t]
-        cdef Py_ssize_t ts, k, n = len(lanes), ng = self.ng[t]
+        cdef Py_ssize_t ts, n = len(lanes), ng = self.ng[t]
         cdef tuple lane, entries, e
         cdef bint plain
         cdef int32_t off
@@ -844,7 +844,7 @@ def step_plain(lexer, int state, int byte):
     if state < 0:
         return -1, ()
     if not 0 <= byte < 256:
-        raise ValueError("not a byte")
+        raise IndexError("not a byte")  # (what Lexer.step's row lookup raises)
     cdef _Tables z = _tables(lexer)
     cdef _Plain nv = z.plain
     if nv is None:

@@ -143,6 +143,16 @@ def test_json_schema_lexers_replaying_their_documents_step_alike_natively(step, 
         assert_native_like_python(terminals, monkeypatch, texts, seed=i, n_random=1000, step=step)
 
 
+@pytest.mark.parametrize("state, byte", [(0, 256), (10**6, 65)])
+def test_the_native_plain_step_refuses_what_the_step_refuses(state, byte):
+    lexer = Lexer(LOOKAROUNDS)
+    with pytest.raises(IndexError):
+        lexer.step(state, byte)
+    with pytest.raises(IndexError):
+        lazy_step.step_plain(lexer, state, byte)
+    assert lazy_step.step_plain(lexer, -1, 65) == lexer.step(-1, 65) == (-1, ())
+
+
 def test_the_state_budget_ends_the_native_plain_step_at_the_same_call(monkeypatch):
     terminals = [("STR", r'"[a-z]{0,40}"'), ("NUM", r"[0-9]+")]
 
