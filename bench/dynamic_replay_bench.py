@@ -6,7 +6,8 @@ masks per schema. This replays the same documents (same schemas, valid instances
 order, compact ``json.dumps``, Llama-3.1 tokens) with no static compile at all, so every token is a
 dynamic mask, and says where the time goes: the share spent in the lazy lexer's exploration (the
 Python side of a cold mask), the explore round trips, the lexeme memos' trie walks (the native
-side: nodes visited), and the worst tokens with their schema and position. TBM = the mask + the
+side: nodes visited), the lazy lexer's new states (what exploring creates in Python objects), and
+the worst tokens with their schema and position. TBM = the mask + the
 commit, ``perf_counter_ns``, one pinned core, the garbage collector off within a document
 (``--gc-on`` leaves it on, as in a serving process: what the collector adds to cold masks).
 
@@ -64,6 +65,7 @@ def main() -> None:
         n_schemas += 1
         out = np.zeros((1, mask.n_words), np.int32)
         walked = mask.dynamic_stats["memo_walks"]
+        states = mask.dynamic_stats["lexer_states"]
         for ids in docs:
             state = mask.start()
             was_on = gc.isenabled()
@@ -77,9 +79,10 @@ def main() -> None:
                     ok = state.commit(tok)
                     dt = time.perf_counter_ns() - t0
                     now = mask.dynamic_stats["memo_walks"]  # (outside the timing)
+                    lexed = mask.dynamic_stats["lexer_states"]
                     rows.append((dt, spent["ns"], spent["calls"], split, n, pos, now[0] - walked[0],
-                                 now[1] - walked[1]))
-                    walked = now
+                                 now[1] - walked[1], lexed[0] - states[0], lexed[1] - states[1]))
+                    walked, states = now, lexed
                     if not ok:
                         print(f"# {split} #{n}: token {pos} rejected", file=sys.stderr)
                         break
@@ -104,9 +107,12 @@ def main() -> None:
           f"(tried and not shown: {transfers[0]}); relabelled from other terminals' memos: {relabels[1]}, "
           f"{relabels[2]} of them for the short tokens only (tried and not shown: {relabels[0]}); "
           f"memo walks: {walks[0]}, {walks[1]:,} trie nodes visited")
-    print(f"\nworst {args.worst} tokens: TBM µs (exploring µs, calls; memo walks, trie nodes) — schema, position")
+    print(f"new lazy-lexer states: {sum(r[8] for r in rows):,} joint, {sum(r[9] for r in rows):,} lane")
+    print(f"\nworst {args.worst} tokens: TBM µs (exploring µs, calls; memo walks, trie nodes; new joint, "
+          "lane states) — schema, position")
     for r in sorted(rows, key=lambda r: -r[0])[:args.worst]:
-        print(f"  {r[0] / 1e3:9.1f} ({r[1] / 1e3:.1f}, {r[2]}; {r[6]}, {r[7]:,}) — {r[3]} #{r[4]}, token {r[5]}")
+        print(f"  {r[0] / 1e3:9.1f} ({r[1] / 1e3:.1f}, {r[2]}; {r[6]}, {r[7]:,}; {r[8]}, {r[9]}) — "
+              f"{r[3]} #{r[4]}, token {r[5]}")
 
 
 if __name__ == "__main__":

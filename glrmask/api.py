@@ -307,15 +307,18 @@ class Mask:
         the trie; near the bound, where only long tokens tell them apart, they share it for the
         tokens of at most 16 bytes), memos relabelled from a lexeme of other terminals whose walk
         has the same shape (``memo_relabels``: ``(tried and not shown, done, done for the short
-        tokens only)`` — another bounded string's counts, far from both bounds) and the trie
-        walks memos cost (``memo_walks``: ``(walks, trie nodes visited)``)."""
+        tokens only)`` — another bounded string's counts, far from both bounds), the trie
+        walks memos cost (``memo_walks``: ``(walks, trie nodes visited)``) and the lazy lexer's
+        states interned so far (``lexer_states``: ``(joint states, lane states)``) — what a cold
+        mask creates in Python objects, the part of its exploration no memo saves."""
         explorer = getattr(self._engine, "explorer", None)
         if explorer is None:
             return None
         native = explorer.native
         return {"explored_entries": explorer.n_explored, "memo_bytes": native.memo_bytes,
                 "memo_transfers": native.memo_transfers, "memo_relabels": native.memo_relabels,
-                "memo_walks": native.memo_walks}
+                "memo_walks": native.memo_walks,
+                "lexer_states": (explorer.lexer.n_states, explorer.lexer.n_lane_states)}
 
     @property
     def warnings(self) -> list[str]:

@@ -305,9 +305,9 @@ cdef bint _counts(object lexer, tuple events) except -1:
 
 def lane_future(lexer, t, ts):
     """``Lexer._lane_future(t, ts)``: whether terminal ``t``'s lane state ``ts`` still reaches a
-    match end whose condition can hold — the same depth-first search, stepping the same lane
-    states in the same order (it stops at the first event that counts, so it explores exactly as
-    far as the Python search)."""
+    match end whose condition can hold — the same depth-first search, taking the same lane steps
+    in the same order (one at a time, descending into the first new successor; it stops at the
+    first event that counts, so it explores exactly as far as the Python search)."""
     if lexer.always_has_future(t):
         return True
     cdef dict memo = <dict?>(<list?>lexer._ts_future)[t]
@@ -319,54 +319,65 @@ def lane_future(lexer, t, ts):
     cdef list lanes = <list?>z.ts[t]
     cdef tuple groups = <tuple?>(<list?>lexer._grep)[t]
     cdef set seen = {ts}
-    cdef list path = []
-    cdef list pending = []  # per state on the path: successors not descended into yet
-    cdef list succ, top
-    cdef object x = ts, known, listed, mask, y
-    cdef tuple item, res
-    cdef bint found = False
-    cdef Py_ssize_t g, ng = len(groups)
-    while True:
-        known = memo.get(x) if x != ts else None
-        succ = []
-        if known is True:
-            found = True
-        elif known is None:
-            listed = live[x]
+    # per state on the path: the state, its listed steps (or None) and its survival mask, and the
+    # next step to take (an index into the listed steps, or the next group)
+    cdef list path = [ts]
+    cdef list listed_of = [live[ts]]
+    cdef list mask_of = [None if live[ts] is not None else _entries_groups(lexer, t, (<tuple?>lanes[ts])[0])]
+    cdef list at = [0]
+    cdef object x, y, known, listed, mask
+    cdef tuple item, res, ev
+    cdef bint found = False, took
+    cdef Py_ssize_t g, k, ng = len(groups), top
+    while path and not found:
+        top = len(path) - 1
+        x = path[top]
+        listed = listed_of[top]
+        mask = mask_of[top]
+        k = <Py_ssize_t>at[top]
+        took = False
+        while True:
             if listed is not None:
-                for item in <list?>listed:
-                    y = item[1]
-                    if _counts(lexer, <tuple?>item[2]):
-                        found = True
-                        break
-                    if y >= 0 and y not in seen:
-                        seen.add(y)
-                        succ.append(y)
+                if k >= len(<list?>listed):
+                    break
+                item = <tuple?>(<list?>listed)[k]
+                k += 1
+                y = item[1]
+                ev = <tuple?>item[2]
             else:
-                mask = _entries_groups(lexer, t, (<tuple?>lanes[x])[0])
-                for g in range(ng):
-                    if not (mask >> g) & 1:
-                        continue
-                    res = <tuple?>_lane_step(lexer, z, t, x, groups[g])
-                    y = res[0]
-                    if _counts(lexer, <tuple?>res[1]):
-                        found = True
-                        break
-                    if y >= 0 and y not in seen:
-                        seen.add(y)
-                        succ.append(y)
-        path.append(x)
-        if found:
+                while k < ng and not (mask >> k) & 1:
+                    k += 1
+                if k >= ng:
+                    break
+                res = <tuple?>_lane_step(lexer, z, t, x, groups[k])
+                k += 1
+                y = res[0]
+                ev = <tuple?>res[1]
+            if _counts(lexer, ev):
+                found = True
+                break
+            if y < 0 or y in seen:
+                continue
+            seen.add(y)
+            known = memo.get(y)
+            if known is False:
+                continue
+            at[top] = k
+            path.append(y)
+            if known is True:
+                found = True
+            else:
+                listed_of.append(live[y])
+                mask_of.append(None if live[y] is not None else _entries_groups(lexer, t, (<tuple?>lanes[y])[0]))
+                at.append(0)
+            took = True
             break
-        succ.reverse()
-        pending.append(succ)
-        while path and not pending[len(pending) - 1]:
-            path.pop()
-            pending.pop()
-        if not path:
-            break
-        top = pending[len(pending) - 1]
-        x = top.pop()
+        if found or took:
+            continue
+        path.pop()  # every step of the last state taken: back up
+        listed_of.pop()
+        mask_of.pop()
+        at.pop()
     if found:
         for x in path:  # every state on the path reaches the match end: later queries hit
             memo[x] = True

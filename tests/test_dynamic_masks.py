@@ -329,6 +329,18 @@ def test_dynamic_stats_count_the_trie_walks_of_lexeme_memos():
     assert mask.dynamic_stats["memo_walks"] == after
 
 
+def test_dynamic_stats_count_the_lexer_states_cold_masks_create():
+    """``lexer_states`` says what exploring cost: each count of a bounded string is a new joint
+    state and lane state of the lazy lexer, and a mask whose lexer states are known creates none."""
+    mask = _walk_bounded(40, 0)
+    joint, lanes = mask.dynamic_stats["lexer_states"]
+    assert joint > 40 and lanes > 40  # (a count, or more, per character)
+    mask.get_mask(mask.start())
+    known = mask.dynamic_stats["lexer_states"]
+    mask.get_mask(mask.start())  # another request in the same lexer state: nothing new to explore
+    assert mask.dynamic_stats["lexer_states"] == known
+
+
 LONG_PIECES = tuple(BOUNDED_PIECES) + ("a" * 40, "ab" * 12, " " * 33, "é" * 9, 'abcdefghijklmnopq"')
 
 

@@ -991,46 +991,37 @@ class Lexer:
         hit = memo.get(ts)
         if hit is not None:
             return hit
-        # Depth first, each state expanded whole (an event one byte away is seen before going
-        # deeper): a breadth-first search visits every lane state nearer than the nearest match
-        # end — all of a date-time format's hundreds — where one path to it suffices.
+        # Depth first, each state's steps taken one at a time, descending into the first new
+        # successor: one path to a match end suffices. A breadth-first search visits every lane
+        # state nearer than the nearest match end — all of a date-time format's hundreds — and
+        # expanding each state whole stepped every byte group of every state on the path: a
+        # bounded string's count, ten or so groups per level down to its bound, where one per
+        # level finds the end.
         groups = self._grep[t]
         seen = {ts}
-        path: list[int] = []
-        pending: list[list[int]] = []  # per state on the path: successors not descended into yet
-        x = ts
+        path: list[int] = [ts]
+        steps = [self._future_steps(t, ts, groups)]  # per state on the path: its steps not taken yet
         found = False
-        while True:
-            known = memo.get(x) if x != ts else None
-            succ: list[int] = []
-            if known is True:
-                found = True
-            elif known is None:
-                # only the groups where x survives or reports: on the others its step is
-                # (DEAD, ()) — from the listed transitions when the export listed them
-                listed = self._ts_live[t][x]
-                if listed is not None:
-                    steps = ((y, ev) for _gs, y, ev in listed)
+        while path and not found:
+            for y, ev in steps[-1]:
+                if any(self.cond_satisfiable(c) for _, c in ev):
+                    found = True
+                    break
+                if y < 0 or y in seen:
+                    continue
+                seen.add(y)
+                known = memo.get(y)
+                if known is False:
+                    continue
+                path.append(y)
+                if known is True:
+                    found = True
                 else:
-                    mask = self._entries_groups(t, self._ts[t][x][0])
-                    steps = (self._lane_step(t, x, b) for g, b in enumerate(groups) if mask >> g & 1)
-                for y, ev in steps:
-                    if any(self.cond_satisfiable(c) for _, c in ev):
-                        found = True
-                        break
-                    if y >= 0 and y not in seen:
-                        seen.add(y)
-                        succ.append(y)
-            path.append(x)
-            if found:
+                    steps.append(self._future_steps(t, y, groups))
                 break
-            pending.append(succ[::-1])
-            while path and not pending[-1]:
+            else:  # every step of the last state taken: back up
                 path.pop()
-                pending.pop()
-            if not path:
-                break
-            x = pending[-1].pop()
+                steps.pop()
         if found:
             for x in path:  # every state on the path reaches the match end: later queries hit
                 memo[x] = True
@@ -1038,6 +1029,16 @@ class Lexer:
         for x in seen:  # the search was exhaustive: nothing reachable from here has a future
             memo[x] = False
         return False
+
+    def _future_steps(self, t: int, x: int, groups):
+        """The steps :meth:`_lane_future` takes from lane state ``x``, lazily: only the groups
+        where ``x`` survives or reports (on the others its step is ``(DEAD, ())``), from the
+        listed transitions when the export listed them."""
+        listed = self._ts_live[t][x]
+        if listed is not None:
+            return iter([(y, ev) for _gs, y, ev in listed])
+        mask = self._entries_groups(t, self._ts[t][x][0])
+        return (self._lane_step(t, x, b) for g, b in enumerate(groups) if mask >> g & 1)
 
     # ------------------------------------------------------------------ conditions
     def _make_cond(self, t: int, trackers, ahead: Iterable[tuple[int, int]], own: int) -> int:
