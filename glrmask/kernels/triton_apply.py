@@ -94,5 +94,6 @@ if triton is not None:
         bit = tl.arange(0, 32)
         allowed = (words[:, None] >> bit[None, :]) & 1  # (WORDS, 32): token word*32 + bit
         token = word[:, None] * 32 + bit[None, :]
-        neg_inf = tl.full((WORDS, 32), float("-inf"), logits_ptr.dtype.element_ty)
+        # (made in float32 and cast: Triton's CPU interpreter has no bfloat16 constants)
+        neg_inf = tl.full((WORDS, 32), float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
         tl.store(logits_ptr + row * logits_row_stride + token, neg_inf, mask=(allowed == 0) & (token < width))
