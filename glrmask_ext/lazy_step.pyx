@@ -303,6 +303,17 @@ cdef bint _counts(object lexer, tuple events) except -1:
     return False
 
 
+cdef void _future_push(object lexer, int t, list lanes, list live, object x, list path, list listed_of,
+                       list mask_of, list at) except *:
+    """Put lane state ``x`` on :func:`lane_future`'s path: its listed steps when the export listed
+    them, else the groups where it survives or reports (``Lexer._future_steps``), from the first."""
+    cdef object listed = live[x]
+    path.append(x)
+    listed_of.append(listed)
+    mask_of.append(None if listed is not None else _entries_groups(lexer, t, (<tuple?>lanes[x])[0]))
+    at.append(0)
+
+
 def lane_future(lexer, t, ts):
     """``Lexer._lane_future(t, ts)``: whether terminal ``t``'s lane state ``ts`` still reaches a
     match end whose condition can hold — the same depth-first search, taking the same lane steps
@@ -321,14 +332,12 @@ def lane_future(lexer, t, ts):
     cdef set seen = {ts}
     # per state on the path: the state, its listed steps (or None) and its survival mask, and the
     # next step to take (an index into the listed steps, or the next group)
-    cdef list path = [ts]
-    cdef list listed_of = [live[ts]]
-    cdef list mask_of = [None if live[ts] is not None else _entries_groups(lexer, t, (<tuple?>lanes[ts])[0])]
-    cdef list at = [0]
+    cdef list path = [], listed_of = [], mask_of = [], at = []
     cdef object x, y, known, listed, mask
     cdef tuple item, res, ev
     cdef bint found = False, took
-    cdef Py_ssize_t g, k, ng = len(groups), top
+    cdef Py_ssize_t k, ng = len(groups), top
+    _future_push(lexer, t, lanes, live, ts, path, listed_of, mask_of, at)
     while path and not found:
         top = len(path) - 1
         x = path[top]
@@ -363,13 +372,11 @@ def lane_future(lexer, t, ts):
             if known is False:
                 continue
             at[top] = k
-            path.append(y)
             if known is True:
+                path.append(y)
                 found = True
             else:
-                listed_of.append(live[y])
-                mask_of.append(None if live[y] is not None else _entries_groups(lexer, t, (<tuple?>lanes[y])[0]))
-                at.append(0)
+                _future_push(lexer, t, lanes, live, y, path, listed_of, mask_of, at)
             took = True
             break
         if found or took:

@@ -156,3 +156,18 @@ def _shortest_event(lx: Lexer, state: int) -> str | None:
                     nxt.append((s2, w + ch))
         frontier = nxt
     return None
+
+
+def test_the_future_search_backs_up_from_a_branch_that_cannot_match():
+    """``q(?:b(?=x)y|c)``: after ``qb`` the lookahead wants ``x`` where the pattern wants ``y``, so
+    ``re.match`` never ends there; after ``q`` the ``c`` branch still does. The search descends
+    into the ``b`` branch first (its byte group comes first), finds nothing and backs up — the
+    verdicts are the same in either order of asking."""
+    pattern = r"q(?:b(?=x)y|c)"
+    for qb_first in (True, False):
+        lexer = Lexer([("T", pattern)])
+        q, _ = lexer.step(lexer.initial, ord("q"))
+        qb, _ = lexer.step(q, ord("b"))
+        asked = [(qb, False), (q, True)] if qb_first else [(q, True), (qb, False)]
+        for state, expected in asked:
+            assert lexer.has_future(state, 0) is expected

@@ -1036,7 +1036,7 @@ class Lexer:
         listed transitions when the export listed them."""
         listed = self._ts_live[t][x]
         if listed is not None:
-            return iter([(y, ev) for _gs, y, ev in listed])
+            return ((y, ev) for _gs, y, ev in listed)
         mask = self._entries_groups(t, self._ts[t][x][0])
         return (self._lane_step(t, x, b) for g, b in enumerate(groups) if mask >> g & 1)
 
