@@ -3,7 +3,8 @@
 Why. A cold dynamic mask hands its explorer tens of thousands of lexer entries, nine in ten of
 them byte steps; the Python loop around each (unpacking a row, the step, its conditions, the
 setter) cost about as much as the step itself. This loop does the byte steps (with the lanes
-that carry no lookahead stepped on native tables: :func:`glrmask_ext.lazy_step.step_plain`), live
+that carry no lookahead stepped on native tables: :func:`glrmask_ext.lazy_step.step_plain`, called
+as a C function), live
 terminals and condition verdicts here, in the order of the rows, exactly as
 :meth:`~glrmask.runtime.dynamic.LexerExplorer.explore_one` does them, and hands every other kind
 (futures, lexeme starts, condition steps: a few in a hundred) to that method.
@@ -11,7 +12,7 @@ terminals and condition verdicts here, in the order of the rows, exactly as
 
 from libc.stdint cimport int32_t
 
-from glrmask_ext.lazy_step import step_plain
+from glrmask_ext.lazy_step cimport step_plain_c
 
 DEF M_STEP = 0
 DEF M_ALIVE = 1
@@ -53,8 +54,9 @@ def explore_rows(explorer, const int32_t[:, ::1] rows) -> int:
     cdef list states = lexer._js
     cdef Py_ssize_t i, n = rows.shape[0], done = 0, k, roomy = lexer.max_states // 2, extra = 0
     cdef Py_ssize_t ahead = explorer.explore_ahead
-    cdef int kind, a, b, q2, x
-    cdef tuple res, ev
+    cdef int kind, a, b, x
+    cdef int32_t q2
+    cdef tuple evs, ev
     try:
         for i in range(n):
             done = i + 1
@@ -62,11 +64,10 @@ def explore_rows(explorer, const int32_t[:, ::1] rows) -> int:
             a = rows[i, 1]
             b = rows[i, 2]
             if kind == M_STEP:
-                res = <tuple?>step_plain(lexer, a, b)
-                for ev in <tuple?>res[1]:
+                evs = step_plain_c(lexer, a, b, &q2)
+                for ev in evs:
                     _cond(lexer, nat, ev[1])
-                set_step_events(a, b, res[0], res[1])  # b's whole byte group
-                q2 = res[0]
+                set_step_events(a, b, q2, evs)  # b's whole byte group
                 if q2 < 0:
                     continue
                 if not has_alive(q2):
@@ -76,15 +77,14 @@ def explore_rows(explorer, const int32_t[:, ::1] rows) -> int:
                 # the chain ahead on b's group (LexerExplorer.explore_ahead)
                 x = a
                 k = 0
-                while not res[1] and 0 <= q2 != x and k < ahead and len(states) < roomy:
+                while not evs and 0 <= q2 != x and k < ahead and len(states) < roomy:
                     x = q2
                     if has_step(x, b):
                         break
-                    res = <tuple?>step_plain(lexer, x, b)
-                    for ev in <tuple?>res[1]:
+                    evs = step_plain_c(lexer, x, b, &q2)
+                    for ev in evs:
                         _cond(lexer, nat, ev[1])
-                    set_step_events(x, b, res[0], res[1])
-                    q2 = res[0]
+                    set_step_events(x, b, q2, evs)
                     k += 1
                     extra += 1
                     if q2 >= 0 and not has_alive(q2):

@@ -54,6 +54,7 @@ cdef class _Tables:
     cdef list ts_rows, gid, ts, ts_ids, cs, js_rows, js_cls, js, grep, ts_live
     cdef dict closures, cond_ids, js_ids, parts
     cdef _Plain plain  # the native mirror of the plain lanes (:func:`step_plain`), made on first use
+    cdef long pending  # transitions not yet added to the lexer's count (_transition_added)
 
 
 cdef _Tables _last = None  # the tables of the lexer stepped last (one lexer explores at a time)
@@ -69,8 +70,13 @@ def _forget(ref) -> None:
 cdef _Tables _tables(object lexer):
     global _last
     cdef _Tables z = _last
-    if z is not None and z.ref() is lexer:
-        return z
+    cdef object prev
+    if z is not None:
+        prev = z.ref()
+        if prev is lexer:
+            return z
+        if prev is not None and z.pending:
+            _flush_transitions(prev, z)
     import weakref
     z = _Tables.__new__(_Tables)
     z.ref = weakref.ref(lexer, _forget)
@@ -93,13 +99,27 @@ cdef _Tables _tables(object lexer):
     return z
 
 
-cdef inline void _transition_added(object lexer) except *:
-    """``Lexer._transition_added``: the count, and the budget check every 1024 (in Python)."""
-    cdef long n = lexer._n_trans
-    if (n + 1) & 1023:
-        lexer._n_trans = n + 1
-    else:
+DEF TRANS_BATCH = 64  # transitions counted here before the lexer's own count is updated
+
+
+cdef inline void _transition_added(object lexer, _Tables z) except *:
+    """``Lexer._transition_added``, counted in ``z`` and added to the lexer's count every
+    :data:`TRANS_BATCH` transitions (two attribute accesses per lane step were a tenth of a cold
+    mask's native steps): the budget is still checked where the count passes a multiple of 1024,
+    at most a batch later."""
+    z.pending += 1
+    if z.pending >= TRANS_BATCH:
+        _flush_transitions(lexer, z)
+
+
+cdef void _flush_transitions(object lexer, _Tables z) except *:
+    cdef long n = lexer._n_trans, k = z.pending
+    z.pending = 0
+    if ((n + k) >> 10) != (n >> 10):  # (Lexer._transition_added counts its own one)
+        lexer._n_trans = n + k - 1
         lexer._transition_added()
+    else:
+        lexer._n_trans = n + k
 
 
 cdef object _intern_lane(object lexer, _Tables z, dict ids, int t, tuple entries):
@@ -244,7 +264,7 @@ cdef object _lane_step(object lexer, _Tables z, int t, int ts, int byte):
         sid = lexer._intern_lane(t, new_t, lexer._canon_trackers(tr2, new))
     cdef tuple res = (sid, tuple(events))
     memo[g] = res
-    _transition_added(lexer)
+    _transition_added(lexer, z)
     return res
 
 
@@ -288,7 +308,7 @@ def step(lexer, state, byte):
         events.extend(<tuple?>lane_res[1])
     cdef tuple res = (_intern_joint(lexer, z, tuple(nxt)), tuple(events))
     (<list?>row)[k] = res
-    _transition_added(lexer)
+    _transition_added(lexer, z)
     return res
 
 
@@ -648,10 +668,11 @@ def row(lexer, state):
                         (<list?>nxt[kk]).append(lane_ts)
                     if ev:
                         (<list?>evs[kk]).extend(ev)
+    cdef _Tables z = _tables(lexer)
     for k in range(n):
         if row[k] is None:
-            row[k] = (_intern_joint(lexer, _tables(lexer), tuple(<list?>nxt[k])), tuple(<list?>evs[k]))
-            _transition_added(lexer)
+            row[k] = (_intern_joint(lexer, z, tuple(<list?>nxt[k])), tuple(<list?>evs[k]))
+            _transition_added(lexer, z)
     return cls_reps[0], row
 
 
@@ -686,6 +707,7 @@ cdef class _Plain:
     cdef unordered_map[int32_t, int32_t] cl_off   # closure from a pc (plain): offset in cl, -1: not plain
     cdef vector[int32_t] cl                    # closures: length, then pcs (-1: a match end)
     cdef unordered_map[string, int32_t] conds  # terminal + the pcs ahead of a match end -> its condition
+    cdef vector[int32_t] sc_entries, sc_new, sc_lanes, sc_nxt  # scratch (no allocation per step)
 
     def __init__(self, lexer):
         cdef Py_ssize_t t, b, n = len(lexer._gid)
@@ -780,17 +802,20 @@ cdef class _Plain:
             out[0] = m[0]
             out[1] = m[1]
             return 0
-        cdef vector[int32_t] entries
+        # (scratch vectors of the mirror: no allocation per step; the entries are a copy, as the
+        # pcs may grow while the step runs)
+        cdef vector[int32_t]* entries = &self.sc_entries
+        cdef vector[int32_t]* new = &self.sc_new
         cdef int32_t off = self.lane_off[t][ts]
         entries.assign(self.pcs.data() + off, self.pcs.data() + off + self.lane_len[t][ts])
-        cdef vector[int32_t] new
+        new.clear()
         cdef int32_t cond = -1, c, q, k, j, n_cl
         cdef object prog = z.prog
         cdef int nxt
         cdef Py_ssize_t i
         cdef bint cut = False, dup
         for k in range(<int32_t>entries.size()):
-            nxt = _advance_int(prog, entries[k], byte)
+            nxt = _advance_int(prog, entries[0][k], byte)
             if nxt < 0:
                 continue
             c = self.closure_of(lexer, z, nxt)
@@ -800,14 +825,14 @@ cdef class _Plain:
             for j in range(n_cl):
                 q = self.cl[c + 1 + j]
                 if q == -1:
-                    cond = self.cond_ahead(lexer, z, t, new)
+                    cond = self.cond_ahead(lexer, z, t, new[0])
                     if cond == _FALSE:
                         cond = -1
                     cut = True
                     break
                 dup = False
                 for i in range(<Py_ssize_t>new.size()):
-                    if new[i] == q:
+                    if new[0][i] == q:
                         dup = True
                         break
                 if not dup:
@@ -824,14 +849,14 @@ cdef class _Plain:
                 sid = dereference(it).second
             else:
                 sid = _intern_lane(lexer, z, <dict?>z.ts_ids[t], t,
-                                   tuple([(x, 0) for x in new]))
+                                   tuple([(x, 0) for x in new[0]]))
                 self.sync_lanes(z, t)
         m = self.memo[t].data() + slot  # (the memo grew when lanes were mirrored)
         m[0] = sid
         m[1] = cond
         out[0] = sid
         out[1] = cond
-        _transition_added(lexer)
+        _transition_added(lexer, z)
         return 0
 
     cdef int32_t cond_ahead(self, object lexer, _Tables z, int t, vector[int32_t]& ahead) except -2:
@@ -859,8 +884,17 @@ def step_plain(lexer, int state, int byte):
     stepped natively (:class:`_Plain`) and the others by :func:`_lane_step`; the joint state is
     not memoized here (the dynamic engine's :class:`~glrmask_ext.runtime.LazyLexer` asks for each
     once) and the lexer's own joint memo row is left as it is."""
+    cdef int32_t q2
+    cdef tuple evs = step_plain_c(lexer, state, byte, &q2)
+    return q2, evs
+
+
+cdef tuple step_plain_c(object lexer, int state, int byte, int32_t* q2):
+    """:func:`step_plain` for C callers (the explorer's loop, ``glrmask_ext.lazy_explore``): the
+    next state in ``q2``, the events returned — no Python call, no result tuple to unpack."""
+    q2[0] = -1
     if state < 0:
-        return -1, ()
+        return ()
     if not 0 <= byte < 256:
         raise IndexError("not a byte")  # (what Lexer.step's row lookup raises)
     cdef _Tables z = _tables(lexer)
@@ -871,17 +905,18 @@ def step_plain(lexer, int state, int byte):
         nv.sync_joint(z)
         if state >= <int>nv.js_off.size():
             raise IndexError("lexer state out of range")
-    cdef vector[int32_t] lanes
+    cdef vector[int32_t]* lanes = &nv.sc_lanes  # (scratch: a lane step may intern joint states)
+    cdef vector[int32_t]* nxt = &nv.sc_nxt
     cdef int32_t off = nv.js_off[state]
     lanes.assign(nv.js_pairs.data() + off, nv.js_pairs.data() + off + 2 * nv.js_len[state])
-    cdef vector[int32_t] nxt
+    nxt.clear()
     cdef list events = None
     cdef int32_t res[2]
     cdef int t, ts, i
     cdef tuple lane_res
     for i in range(<int>lanes.size() // 2):
-        t = lanes[2 * i]
-        ts = lanes[2 * i + 1]
+        t = lanes[0][2 * i]
+        ts = lanes[0][2 * i + 1]
         if ts >= <int>nv.lane_off[t].size():
             nv.sync_lanes(z, t)
         if nv.lane_off[t][ts] < 0 or nv.step_lane(lexer, z, t, ts, byte, res):
@@ -899,16 +934,17 @@ def step_plain(lexer, int state, int byte):
             nxt.push_back(t)
             nxt.push_back(res[0])
     cdef tuple evs = () if events is None else tuple(events)
-    _transition_added(lexer)
+    _transition_added(lexer, z)
     if not nxt.size():
-        return -1, evs
+        return evs
     cdef string key = _packed(nxt.data(), nxt.size())
     cdef unordered_map[string, int32_t].iterator it = nv.js_ids.find(key)
     if it == nv.js_ids.end():
         nv.sync_joint(z)
         it = nv.js_ids.find(key)
     if it != nv.js_ids.end():
-        return dereference(it).second, evs
-    q2 = _intern_joint(lexer, z, tuple([(nxt[2 * i], nxt[2 * i + 1]) for i in range(<int>nxt.size() // 2)]))
+        q2[0] = dereference(it).second
+        return evs
+    q2[0] = _intern_joint(lexer, z, tuple([(nxt[0][2 * i], nxt[0][2 * i + 1]) for i in range(<int>nxt.size() // 2)]))
     nv.sync_joint(z)
-    return q2, evs
+    return evs
