@@ -7,11 +7,11 @@ order, compact ``json.dumps``, Llama-3.1 tokens) with no static compile at all, 
 dynamic mask, and says where the time goes: the share spent in the lazy lexer's exploration (the
 Python side of a cold mask), the explore round trips, the lexeme memos' trie walks (the native
 side: nodes visited), the lazy lexer's new states (what exploring creates in Python objects), and
-the worst tokens with their schema and position. TBM = the mask + the
+the worst tokens with their schema and position (counted across its documents). TBM = the mask + the
 commit, ``perf_counter_ns``, one pinned core, the garbage collector off within a document
 (``--gc-on`` leaves it on, as in a serving process: what the collector adds to cold masks).
 
-    python bench/dynamic_replay_bench.py --per-split 2 --max-tokens 300
+    python bench/dynamic_replay_bench.py --per-split 2 --max-tokens 300 [--repeat 3]
 """
 from __future__ import annotations
 
@@ -36,6 +36,9 @@ def main() -> None:
     document_args(ap)
     ap.add_argument("--worst", type=int, default=10, help="worst tokens to list")
     ap.add_argument("--gc-on", action="store_true", help="leave the garbage collector on within documents")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="replay each schema this many times, each on a new mask (cold again), and keep "
+                         "each token's fastest run: on a noisy machine, what two builds differ by")
     args = ap.parse_args()
 
     import glrmask
@@ -56,23 +59,19 @@ def main() -> None:
 
     dynamic.LexerExplorer.explore = timed_explore
     rows, n_schemas, transfers, relabels, walks = [], 0, [0, 0, 0], [0, 0, 0], [0, 0]
-    for split, n, rec, docs in schema_documents(args, vocab.tokenizer):
-        try:
-            mask = glrmask.compile_json_schema(rec["schema"], vocab, mode="dynamic")
-        except glrmask.errors.GlrmaskError as e:
-            print(f"# {split} #{n}: glrmask refused ({type(e).__name__})", file=sys.stderr)
-            continue
-        n_schemas += 1
+    def replay(mask, split, n, docs) -> list[tuple]:
+        """One row per token of the documents: TBM, exploring, calls, where, memo walks, states."""
         out = np.zeros((1, mask.n_words), np.int32)
         walked = mask.dynamic_stats["memo_walks"]
         states = mask.dynamic_stats["lexer_states"]
+        got = []
         for ids in docs:
             state = mask.start()
             was_on = gc.isenabled()
             if not args.gc_on:
                 gc.disable()
             try:
-                for pos, tok in enumerate(ids):
+                for tok in ids:
                     spent.update(ns=0, calls=0)
                     t0 = time.perf_counter_ns()
                     mask.fill_mask(state, out, 0)
@@ -80,22 +79,38 @@ def main() -> None:
                     dt = time.perf_counter_ns() - t0
                     now = mask.dynamic_stats["memo_walks"]  # (outside the timing)
                     lexed = mask.dynamic_stats["lexer_states"]
-                    rows.append((dt, spent["ns"], spent["calls"], split, n, pos, now[0] - walked[0],
-                                 now[1] - walked[1], lexed[0] - states[0], lexed[1] - states[1]))
+                    got.append((dt, spent["ns"], spent["calls"], split, n, len(got), now[0] - walked[0],
+                                now[1] - walked[1], lexed[0] - states[0], lexed[1] - states[1]))
                     walked, states = now, lexed
                     if not ok:
-                        print(f"# {split} #{n}: token {pos} rejected", file=sys.stderr)
+                        print(f"# {split} #{n}: token {len(got) - 1} rejected", file=sys.stderr)
                         break
             finally:
                 if was_on:
                     gc.enable()
-        stats = mask.dynamic_stats
-        for k, v in enumerate(stats["memo_transfers"]):
-            transfers[k] += v
-        for k, v in enumerate(stats["memo_relabels"]):
-            relabels[k] += v
-        for k, v in enumerate(stats["memo_walks"]):
-            walks[k] += v
+        return got
+
+    for split, n, rec, docs in schema_documents(args, vocab.tokenizer):
+        best = None
+        for _ in range(max(1, args.repeat)):
+            try:
+                mask = glrmask.compile_json_schema(rec["schema"], vocab, mode="dynamic")
+            except glrmask.errors.GlrmaskError as e:
+                print(f"# {split} #{n}: glrmask refused ({type(e).__name__})", file=sys.stderr)
+                break
+            got = replay(mask, split, n, docs)
+            best = got if best is None else [min(x, y) for x, y in zip(best, got)]  # (by TBM first)
+            if best is got:  # (the memo and lexer counts of the first run)
+                stats = mask.dynamic_stats
+                for k, v in enumerate(stats["memo_transfers"]):
+                    transfers[k] += v
+                for k, v in enumerate(stats["memo_relabels"]):
+                    relabels[k] += v
+                for k, v in enumerate(stats["memo_walks"]):
+                    walks[k] += v
+        if best is not None:
+            n_schemas += 1
+            rows.extend(best)
     tbm = [r[0] for r in rows]
     total, explored = sum(tbm), sum(r[1] for r in rows)
     print(f"dynamic masks replayed back to back: {n_schemas} schemas, {len(rows)} tokens, core {core}, "
