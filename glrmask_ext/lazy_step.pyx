@@ -113,13 +113,14 @@ cdef inline void _transition_added(object lexer, _Tables z) except *:
 
 
 cdef void _flush_transitions(object lexer, _Tables z) except *:
-    cdef long n = lexer._n_trans, k = z.pending
+    cdef long n = lexer._n_trans, k = z.pending, total = n + k
     z.pending = 0
-    if ((n + k) >> 10) != (n >> 10):  # (Lexer._transition_added counts its own one)
-        lexer._n_trans = n + k - 1
+    if (total >> 10) != (n >> 10):
+        # the count passes a multiple of 1024: Lexer._transition_added lands on it (it counts
+        # one itself) and checks the budget there
+        lexer._n_trans = (total & ~(<long>1023)) - 1
         lexer._transition_added()
-    else:
-        lexer._n_trans = n + k
+    lexer._n_trans = total
 
 
 cdef object _intern_lane(object lexer, _Tables z, dict ids, int t, tuple entries):
