@@ -19,6 +19,7 @@ cimport cpython.array as carray
 from libc.stdint cimport int32_t, uint8_t, INT32_MIN
 from libcpp.string cimport string
 from libcpp.unordered_map cimport unordered_map
+from libcpp.unordered_set cimport unordered_set
 from libcpp.vector cimport vector
 from cython.operator cimport dereference
 
@@ -709,6 +710,7 @@ cdef class _Plain:
     cdef vector[int32_t] cl                    # closures: length, then pcs (-1: a match end)
     cdef unordered_map[string, int32_t] conds  # terminal + the pcs ahead of a match end -> its condition
     cdef vector[int32_t] sc_entries, sc_new, sc_lanes, sc_nxt  # scratch (no allocation per step)
+    cdef vector[int32_t] sc_stack, sc_pool, sc_out             # (and per closure: closure_plain)
 
     def __init__(self, lexer):
         cdef Py_ssize_t t, b, n = len(lexer._gid)
@@ -778,6 +780,8 @@ cdef class _Plain:
             return dereference(it).second
         cl = z.closures.get((nxt, _EMPTY_CS, None))
         if cl is None:
+            if self.closure_plain(z, nxt) == 0:
+                return self.cl_off[nxt]
             cl = _closure(lexer, z.closures, nxt, _EMPTY_CS, None)
         cdef int32_t off = self.cl.size()
         cdef tuple qe
@@ -791,6 +795,119 @@ cdef class _Plain:
             self.cl.push_back(<int>qe[0])
         self.cl_off[nxt] = off
         return off
+
+    cdef int closure_plain(self, _Tables z, int pc0) except -1:
+        """:func:`_closure` from ``pc0`` under no condition and no tracker, in C — the same pcs in
+        the same order, appended to :attr:`cl` (``cl_off[pc0]``) — or 1, nothing kept, when a path
+        meets a lookahead, lookbehind or boundary (the lexer's closure makes their atoms).
+
+        Why. Each count of a bounded string has pcs of its own, so each new count's step started a
+        closure in Python objects (a tuple per visited item, sets of them): a twentieth of a cold
+        first mask inside a ``maxLength`` string."""
+        cdef object p = z.prog
+        cdef carray.array kind = p.kind
+        cdef carray.array A = p.a
+        cdef carray.array B = p.b
+        cdef carray.array Cc = p.c
+        cdef carray.array D = p.d
+        cdef carray.array T = p.targets
+        # the stack: (pc, offset and length of its path flags in pool: the reps whose optional
+        # iteration started at this position, ascending)
+        cdef vector[int32_t]* st = &self.sc_stack
+        cdef vector[int32_t]* pool = &self.sc_pool
+        cdef vector[int32_t]* out = &self.sc_out
+        cdef unordered_set[string] visited
+        cdef int32_t pc, fo, fl, k, rep, first, n, j, i, at
+        cdef bint has
+        st.clear()
+        pool.clear()
+        out.clear()
+        st.push_back(pc0)
+        st.push_back(0)
+        st.push_back(0)
+        while st.size():
+            fl = st.back()
+            st.pop_back()
+            fo = st.back()
+            st.pop_back()
+            pc = st.back()
+            st.pop_back()
+            pool.push_back(pc)  # (the visited key: pc, then its flags)
+            for i in range(fl):
+                at = pool[0][fo + i]
+                pool.push_back(at)
+            if not visited.insert(_packed(pool.data() + pool.size() - fl - 1, fl + 1)).second:
+                pool.resize(pool.size() - fl - 1)
+                continue
+            pool.resize(pool.size() - fl - 1)
+            k = kind.data.as_uchars[pc]
+            if k == K_CHAR or k == K_MID or k == K_ACCEPT or k == K_SUBACCEPT:
+                at = pc if k == K_CHAR or k == K_MID else -1
+                has = False
+                for i in range(<int32_t>out.size()):
+                    if out[0][i] == at:
+                        has = True
+                        break
+                if not has:
+                    out.push_back(at)
+            elif k == K_SPLIT:
+                first = A.data.as_ints[pc]
+                n = B.data.as_ints[pc]
+                for j in range(first + n - 1, first - 1, -1):
+                    st.push_back(T.data.as_ints[j])
+                    st.push_back(fo)
+                    st.push_back(fl)
+            elif k == K_REP_ENTER or k == K_REP_CHECK:
+                rep = A.data.as_ints[pc]
+                has = False
+                for i in range(fl):
+                    if pool[0][fo + i] == rep:
+                        has = True
+                        break
+                if k == K_REP_ENTER:
+                    self._push_flags(B.data.as_ints[pc], fo, fl, rep, -1 if has else 0)
+                elif has:  # the iteration just finished consumed nothing: take the tail
+                    self._push_flags(Cc.data.as_ints[pc], fo, fl, rep, -1)
+                elif D.data.as_ints[pc]:  # greedy: body first
+                    self._push_flags(Cc.data.as_ints[pc], fo, fl, rep, 0)
+                    self._push_flags(B.data.as_ints[pc], fo, fl, rep, 1)
+                else:
+                    self._push_flags(B.data.as_ints[pc], fo, fl, rep, 1)
+                    self._push_flags(Cc.data.as_ints[pc], fo, fl, rep, 0)
+            else:  # a lookahead, lookbehind or boundary (or what the lexer's closure refuses)
+                return 1
+        cdef int32_t off = self.cl.size()
+        self.cl.push_back(out.size())
+        self.cl.insert(self.cl.end(), out.begin(), out.end())
+        self.cl_off[pc0] = off
+        return 0
+
+    cdef void _push_flags(self, int32_t pc, int32_t fo, int32_t fl, int32_t rep, int how):
+        """Push ``pc`` with the flags at ``pool[fo:fo + fl]``: as they are (``how`` 0), without
+        ``rep`` (-1), or with it (1, kept ascending)."""
+        cdef vector[int32_t]* pool = &self.sc_pool
+        cdef int32_t i, x, nfo = pool.size(), n = 0
+        cdef bint put = how != 1
+        if how == 0:
+            nfo = fo
+            n = fl
+        else:
+            for i in range(fl):
+                x = pool[0][fo + i]
+                if how == 1 and not put and rep < x:
+                    pool.push_back(rep)
+                    n += 1
+                    put = True
+                if how == -1 and x == rep:
+                    continue
+                pool.push_back(x)
+                n += 1
+            if not put:
+                pool.push_back(rep)
+                n += 1
+        self.sc_stack.push_back(pc)
+        self.sc_stack.push_back(nfo)
+        self.sc_stack.push_back(n)
 
     cdef int step_lane(self, object lexer, _Tables z, int t, int ts, int byte, int32_t* out) except -1:
         """Plain lane ``ts`` of ``t`` after ``byte``: ``out = (lane or -1, condition of its match

@@ -143,6 +143,24 @@ def test_json_schema_lexers_replaying_their_documents_step_alike_natively(step, 
         assert_native_like_python(terminals, monkeypatch, texts, seed=i, n_random=1000, step=step)
 
 
+EMPTY_ITERATIONS = [
+    ("OPT_BODY", r"(?:a|)*b"),  # an iteration may consume nothing: sre takes the tail then
+    ("NESTED", r"(?:(?:x?)*y)+z"),
+    ("COUNTED", r"(?:ab|a){0,3}c"),
+    ("RANGE", r"[a-z]{2,5}!"),
+    ("LAZY_COUNT", r"q{1,3}?r"),
+    ("OPT_COUNT", r"(?:(?:m|n)?){3}o"),
+    ("STRING", r'"(?:[^"\\]|\\.){0,12}"'),
+]
+
+
+@STEPS
+@pytest.mark.parametrize("seed", range(3))
+def test_repeats_whose_iterations_may_consume_nothing_step_alike_natively(seed, step, monkeypatch):
+    texts = [b"aab b ab xxyz yz xyxyz ababc abac c ab! abcdef! qqr qr mno o mmmo", b'"abc" "a\\"b" ""']
+    assert_native_like_python(EMPTY_ITERATIONS, monkeypatch, texts, seed=seed, step=step)
+
+
 @pytest.mark.parametrize("state, byte", [(0, 256), (10**6, 65)])
 def test_the_native_plain_step_refuses_what_the_step_refuses(state, byte):
     lexer = Lexer(LOOKAROUNDS)
