@@ -55,6 +55,7 @@ cdef class _Tables:
     cdef list ts_rows, gid, ts, ts_ids, cs, js_rows, js_cls, js, grep, ts_live
     cdef dict closures, cond_ids, js_ids, parts
     cdef _Plain plain  # the native mirror of the plain lanes (:func:`step_plain`), made on first use
+    cdef carray.array kind, A, B, Cc, D, T  # the program's arrays (made once, they only grow)
     cdef long pending  # transitions not yet added to the lexer's count (_transition_added)
 
 
@@ -82,6 +83,12 @@ cdef _Tables _tables(object lexer):
     z = _Tables.__new__(_Tables)
     z.ref = weakref.ref(lexer, _forget)
     z.prog = lexer.prog
+    z.kind = z.prog.kind
+    z.A = z.prog.a
+    z.B = z.prog.b
+    z.Cc = z.prog.c
+    z.D = z.prog.d
+    z.T = z.prog.targets
     z.ts_rows = lexer._ts_rows
     z.gid = lexer._gid
     z.ts = lexer._ts
@@ -424,13 +431,8 @@ cdef object _closure(object lexer, dict closures, object pc0, object cs0, object
     cdef object hit = closures.get(key)
     if hit is not None:
         return hit
-    cdef object p = lexer.prog
-    cdef carray.array kind = p.kind
-    cdef carray.array A = p.a
-    cdef carray.array B = p.b
-    cdef carray.array Cc = p.c
-    cdef carray.array D = p.d
-    cdef carray.array T = p.targets
+    cdef _Tables z = _tables(lexer)
+    cdef carray.array kind = z.kind, A = z.A, B = z.B, Cc = z.Cc, D = z.D, T = z.T
     cdef list out = []
     cdef set seen_out = set()
     cdef set visited = set()
@@ -683,6 +685,15 @@ cdef inline string _packed(const int32_t* xs, Py_ssize_t n):
     return string(<const char*>xs, n * sizeof(int32_t))
 
 
+cdef inline void _append_new(vector[int32_t]* v, int32_t x):
+    """Append ``x`` unless ``v`` holds it (the short lists of a closure or a lane's entries)."""
+    cdef size_t i
+    for i in range(v.size()):
+        if v[0][i] == x:
+            return
+    v.push_back(x)
+
+
 cdef class _Plain:
     """A native mirror of the lexer's *plain* lanes — no lookahead condition on any entry, no
     lookbehind tracker, no pending candidate — and of its joint states, for :func:`step_plain`.
@@ -804,13 +815,7 @@ cdef class _Plain:
         Why. Each count of a bounded string has pcs of its own, so each new count's step started a
         closure in Python objects (a tuple per visited item, sets of them): a twentieth of a cold
         first mask inside a ``maxLength`` string."""
-        cdef object p = z.prog
-        cdef carray.array kind = p.kind
-        cdef carray.array A = p.a
-        cdef carray.array B = p.b
-        cdef carray.array Cc = p.c
-        cdef carray.array D = p.d
-        cdef carray.array T = p.targets
+        cdef carray.array kind = z.kind, A = z.A, B = z.B, Cc = z.Cc, D = z.D, T = z.T
         # the stack: (pc, offset and length of its path flags in pool: the reps whose optional
         # iteration started at this position, ascending)
         cdef vector[int32_t]* st = &self.sc_stack
@@ -842,14 +847,7 @@ cdef class _Plain:
             pool.resize(pool.size() - fl - 1)
             k = kind.data.as_uchars[pc]
             if k == K_CHAR or k == K_MID or k == K_ACCEPT or k == K_SUBACCEPT:
-                at = pc if k == K_CHAR or k == K_MID else -1
-                has = False
-                for i in range(<int32_t>out.size()):
-                    if out[0][i] == at:
-                        has = True
-                        break
-                if not has:
-                    out.push_back(at)
+                _append_new(out, pc if k == K_CHAR or k == K_MID else -1)
             elif k == K_SPLIT:
                 first = A.data.as_ints[pc]
                 n = B.data.as_ints[pc]
@@ -930,8 +928,7 @@ cdef class _Plain:
         cdef int32_t cond = -1, c, q, k, j, n_cl
         cdef object prog = z.prog
         cdef int nxt
-        cdef Py_ssize_t i
-        cdef bint cut = False, dup
+        cdef bint cut = False
         for k in range(<int32_t>entries.size()):
             nxt = _advance_int(prog, entries[0][k], byte)
             if nxt < 0:
@@ -948,13 +945,7 @@ cdef class _Plain:
                         cond = -1
                     cut = True
                     break
-                dup = False
-                for i in range(<Py_ssize_t>new.size()):
-                    if new[0][i] == q:
-                        dup = True
-                        break
-                if not dup:
-                    new.push_back(q)
+                _append_new(new, q)
             if cut:
                 break
         cdef int32_t sid = -1
